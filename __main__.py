@@ -1,0 +1,15 @@
+"""kai-gpu-fractions: hard, enforced GPU shares for Kubernetes pods, as one Pulumi graph."""
+
+import pulumi
+
+from components.config import ConfigError, load_from_pulumi
+from components.stack import deploy_forks
+
+try:
+    config, registry_password = load_from_pulumi()
+except ConfigError as error:
+    # A user mistake: report it without a traceback, before any resource is registered.
+    raise pulumi.RunError(str(error)) from None
+
+for name, value in deploy_forks(config, registry_password).items():
+    pulumi.export(name, value)

@@ -1,0 +1,1 @@
+"""Pulumi components of the kai-gpu-fractions stack, one per module."""

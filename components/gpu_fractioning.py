@@ -1,0 +1,128 @@
+"""GpuFractioning: the fork's node agents (operator, mpsd, fractiond, metricsd) and their uninstall order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import helm
+from components.config import GpuFractioning as GpuFractioningConfig
+from components.config import NodeRuntime
+from components.forks import GPU_FRACTIONING
+
+MPSD_BASE_MEMORY_MIB = 1024
+MPSD_BASE_GPUS = 16
+# mpsd holds one CUDA server context per GPU, about 50 MiB of host memory each.
+MPSD_MIB_PER_EXTRA_GPU = 50
+
+# Where containerd and its NRI socket live per distribution. On MicroK8s the CRI socket must be
+# symlinked into a directory of its own first: the operator mounts each socket's parent
+# directory, and two sockets in one directory make the DaemonSet invalid.
+RUNTIME_SOCKETS: dict[NodeRuntime, dict[str, str]] = {
+    "containerd": {},
+    "microk8s": {
+        "criSocketPath": "/opt/kai-runtime/containerd.sock",
+        "nriSocketPath": "/var/snap/microk8s/common/run/nri.sock",
+    },
+    "k3s": {"criSocketPath": "/run/k3s/containerd/containerd.sock"},
+    "rke2": {"criSocketPath": "/run/k3s/containerd/containerd.sock"},
+}
+
+CONFIG_API_VERSION = "gpu-fractioning.kai.scheduler/v1alpha1"
+CONFIG_KIND = "GpuFractioningConfig"
+
+
+def mpsd_memory_limit(gpus_per_node: int) -> str:
+    """1Gi covers 16 GPUs; denser nodes get about 50 MiB more per GPU."""
+    extra = max(0, gpus_per_node - MPSD_BASE_GPUS) * MPSD_MIB_PER_EXTRA_GPU
+    return "1Gi" if extra == 0 else f"{MPSD_BASE_MEMORY_MIB + extra}Mi"
+
+
+def gpu_fractioning_values(
+    config: GpuFractioningConfig,
+    registry: str,
+    tag: str,
+    gpus_per_node: int,
+    pull_secret: str | None,
+) -> dict[str, Any]:
+    """Every image gets its repository AND tag: an empty tag silently deploys the chart's appVersion."""
+    repo_base = f"{registry}/{GPU_FRACTIONING.image_path}"
+    values: dict[str, Any] = {
+        "images": {image: {"repository": f"{repo_base}/{image}", "tag": tag} for image in GPU_FRACTIONING.images},
+        "gpuOperator": {"minimumVersion": config.minimum_gpu_operator_version},
+        "mpsDaemon": {"resources": {"limits": {"memory": mpsd_memory_limit(gpus_per_node)}}},
+    }
+    if sockets := RUNTIME_SOCKETS[config.node_runtime]:
+        values["fractioningAgent"] = dict(sockets)
+    if pull_secret:
+        values["imagePullSecrets"] = [{"name": pull_secret}]
+    return values
+
+
+def configuration_warnings(config: GpuFractioningConfig) -> list[str]:
+    warnings = []
+    if config.minimum_gpu_operator_version == "v26.7.0":
+        warnings.append(
+            "gpuFractioning.minimumGpuOperatorVersion is v26.7.0: the memory cap then rests only on "
+            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, an environment variable a process in the container can change. "
+            "Use GPU Operator v26.7.1 for a driver-enforced cap."
+        )
+    if config.node_runtime == "microk8s":
+        warnings.append(
+            "gpuFractioning.nodeRuntime is microk8s: on every GPU node, symlink the CRI socket first: "
+            "mkdir -p /opt/kai-runtime && ln -sf /var/snap/microk8s/common/run/containerd.sock "
+            "/opt/kai-runtime/containerd.sock"
+        )
+    return warnings
+
+
+class GpuFractioning(pulumi.ComponentResource):
+    """Installs the gpu-fractioning chart and takes ownership of its `default` GpuFractioningConfig.
+
+    Owning that object makes `pulumi destroy` delete it, and wait for the operator to clear its
+    finalizer and stop the MPS daemons, before the chart (and so the operator) is uninstalled.
+    Uninstalled the other way round, the finalizer can never be removed.
+    """
+
+    release: k8s.helm.v3.Release
+    status: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        config: GpuFractioningConfig,
+        values: pulumi.Input[dict[str, Any]],
+        chart: pulumi.Input[str] | None,
+        pull_secret: helm.PullSecret | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("kai-gpu-fractions:gpu:GpuFractioning", name, None, opts)
+        for warning in configuration_warnings(config):
+            pulumi.log.warn(warning, resource=self)
+        child = pulumi.ResourceOptions(parent=self)
+        ns = helm.namespace(f"{name}-namespace", config.namespace, child, privileged=True)
+        depends: list[pulumi.Resource] = []
+        if pull_secret is not None:
+            depends.append(helm.pull_secret(f"{name}-pull-secret", pull_secret, ns.metadata.name, child))
+        self.release = helm.release(
+            f"{name}-release",
+            release_name="gpu-fractioning",
+            namespace=ns.metadata.name,
+            source=config.chart,
+            local_chart=chart,
+            values=values,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
+        )
+        # Server-side apply adopts the object the chart created; no spec is sent, so the chart's
+        # values stay its only source.
+        self.default_config = k8s.apiextensions.CustomResource(
+            f"{name}-default-config",
+            api_version=CONFIG_API_VERSION,
+            kind=CONFIG_KIND,
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="default", annotations={"pulumi.com/patchForce": "true"}),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+        )
+        self.status = self.release.status.status
+        self.register_outputs({"status": self.status})

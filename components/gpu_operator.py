@@ -1,0 +1,45 @@
+"""GpuOperator: the NVIDIA GPU Operator release that provides the r615 driver, toolkit and GFD labels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import helm
+from components.config import GpuOperator as GpuOperatorConfig
+
+
+def gpu_operator_values(config: GpuOperatorConfig) -> dict[str, Any]:
+    """The chart's default driver (595.x) has no MPS `namespace` support, so r615 is pinned;
+    nodes with a host-installed r615 driver turn the driver container off instead."""
+    if config.driver.source == "host":
+        return {"driver": {"enabled": False}}
+    return {"driver": {"enabled": True, "version": config.driver.version}}
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """Installs the GPU Operator chart into its own privileged namespace.
+
+    The operator itself creates the `nvidia` RuntimeClass and the GPU node labels.
+    """
+
+    release: k8s.helm.v3.Release
+    status: pulumi.Output[str]
+
+    def __init__(self, name: str, config: GpuOperatorConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("kai-gpu-fractions:gpu:GpuOperator", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        ns = helm.namespace(f"{name}-namespace", config.namespace, child, privileged=True)
+        self.release = helm.release(
+            f"{name}-release",
+            release_name="gpu-operator",
+            namespace=ns.metadata.name,
+            source=config.chart,
+            local_chart=None,
+            values=gpu_operator_values(config),
+            opts=child,
+        )
+        self.status = self.release.status.status
+        self.register_outputs({"status": self.status})

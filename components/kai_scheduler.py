@@ -1,0 +1,82 @@
+"""KaiScheduler: the KAI-Scheduler release, in the fork's NvFractions mode or the lab's HAMi-core mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import helm
+from components.config import Kai
+
+
+def kai_fork_values(config: Kai, image_registry: str, tag: str, pull_secret: str | None) -> dict[str, Any]:
+    """Values for the fork chart: NvFractions (case-sensitive), the fork images, and the nvidia
+    RuntimeClass for reservation pods, which call NVML."""
+    global_values: dict[str, Any] = {
+        "gpuSharingMode": "NvFractions",
+        "registry": image_registry,
+        "tag": tag,
+        # `true` would install the upstream gpu-fractioning subchart instead of the fork.
+        "nvFractions": {"set": False},
+    }
+    if pull_secret:
+        global_values["imagePullSecrets"] = [{"name": pull_secret}]
+    values: dict[str, Any] = {
+        "global": global_values,
+        "binder": {"runtimeClassName": config.binder_runtime_class},
+    }
+    if config.render_config_inline:
+        values |= {"kaiConfig": {"render": True}, "kaiConfigDeployer": {"enabled": False}}
+    return values
+
+
+def kai_lab_values(config: Kai) -> dict[str, Any]:
+    """Values for the public v0.17.0 chart with HAMi-core memory isolation."""
+    values: dict[str, Any] = {
+        "global": {"gpuSharing": True},
+        "binder": {
+            "plugins": {"hamicore": {"enabled": True}},
+            "runtimeClassName": config.binder_runtime_class,
+        },
+    }
+    if config.render_config_inline:
+        values |= {"kaiConfig": {"render": True}, "kaiConfigDeployer": {"enabled": False}}
+    return values
+
+
+class KaiScheduler(pulumi.ComponentResource):
+    """Installs KAI-Scheduler into its namespace (with the image pull secret, if any) and waits
+    until every workload of the release is ready."""
+
+    release: k8s.helm.v3.Release
+    status: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        config: Kai,
+        values: pulumi.Input[dict[str, Any]],
+        chart: pulumi.Input[str] | None,
+        pull_secret: helm.PullSecret | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("kai-gpu-fractions:kai:KaiScheduler", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        ns = helm.namespace(f"{name}-namespace", config.namespace, child)
+        depends: list[pulumi.Resource] = []
+        if pull_secret is not None:
+            depends.append(helm.pull_secret(f"{name}-pull-secret", pull_secret, ns.metadata.name, child))
+        self.release = helm.release(
+            f"{name}-release",
+            release_name="kai-scheduler",
+            namespace=ns.metadata.name,
+            source=config.chart,
+            local_chart=chart,
+            values=values,
+            # The chart only names the secret; its pods must not start before it exists.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
+        )
+        self.status = self.release.status.status
+        self.register_outputs({"status": self.status})

@@ -1,0 +1,151 @@
+"""A recording mock engine: runs the real program under Pulumi mocks and keeps every registration."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks, rpc
+
+PROJECT = "kai-gpu-fractions"
+PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"
+CHECKOUT_ROOT = "/forks"
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+SECRET = "kubernetes:core/v1:Secret"
+POD = "kubernetes:core/v1:Pod"
+CUSTOM_RESOURCE_PREFIX = "kubernetes:gpu-fractioning.kai.scheduler/v1alpha1:"
+COMMAND = "command:local:Command"
+GET_REGISTRY_IMAGE = "docker:index/getRegistryImage:getRegistryImage"
+
+
+@dataclass
+class Registration:
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    parent: str
+    urn: str
+    dependencies: list[str]
+
+
+@dataclass
+class Engine(mocks.Mocks):
+    """Answers like a cluster that accepts everything, and records what the program asked for."""
+
+    registrations: list[Registration] = field(default_factory=list)
+    invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        state = dict(args.inputs)
+        if args.typ == RELEASE:
+            state["status"] = {"status": "deployed", "name": args.inputs.get("name")}
+        if args.typ == COMMAND:
+            environment = args.inputs.get("environment", {})
+            state["stdout"] = (
+                environment.get("CHART_PATH") or f"{CHECKOUT_ROOT}/{Path(environment.get('FORK_DIR', '')).name}"
+            )
+        return f"{args.name}-id", state
+
+    def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        self.invokes.append((args.token, dict(args.args)))
+        if args.token == GET_REGISTRY_IMAGE:
+            digest = hashlib.sha256(args.args["name"].encode()).hexdigest()
+            return {"name": args.args["name"], "sha256Digest": f"sha256:{digest}"}, []
+        return {}, []
+
+    def created(self, typ: str) -> list[Registration]:
+        return [r for r in self.registrations if r.type == typ]
+
+    def one(self, typ: str, name: str) -> Registration:
+        matches = [r for r in self.registrations if r.type == typ and r.name == name]
+        assert len(matches) == 1, f"expected exactly one {typ} named {name}, got {len(matches)}"
+        return matches[0]
+
+    def release(self, release_name: str) -> Registration:
+        matches = [r for r in self.created(RELEASE) if r.inputs.get("name") == release_name]
+        assert len(matches) == 1, f"expected one Helm release {release_name}"
+        return matches[0]
+
+    def waits_for(self, dependent: Registration, dependency: Registration) -> bool:
+        """True if `dependent`, or a component it lives in, waits for `dependency` or a resource inside it.
+
+        Children are registered only after their parent, so a component's dependencies hold for them too.
+        """
+        by_urn = {r.urn: r for r in self.registrations}
+        current: Registration | None = dependent
+        while current is not None:
+            if any(d == dependency.urn or self._is_inside(d, dependency.urn) for d in current.dependencies):
+                return True
+            current = by_urn.get(current.parent)
+        return False
+
+    def _is_inside(self, urn: str, ancestor: str) -> bool:
+        parents = {r.urn: r.parent for r in self.registrations}
+        while urn in parents:
+            urn = parents[urn]
+            if urn == ancestor:
+                return True
+        return False
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.engine = engine
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.engine.registrations.append(
+                Registration(
+                    type=request.type,
+                    name=request.name,
+                    inputs=rpc.deserialize_properties(request.object, keep_unknowns=True),
+                    parent=request.parent,
+                    urn=response.urn,
+                    dependencies=list(request.dependencies),
+                )
+            )
+        return response
+
+
+def stack_config(config: dict[str, Any]) -> dict[str, str]:
+    """Config as the engine hands it over: structured values as JSON text."""
+    return {
+        f"{PROJECT}:{key}": json.dumps(value) if isinstance(value, dict | list) else str(value)
+        for key, value in config.items()
+    }
+
+
+def run_program(
+    config: dict[str, Any], secret_keys: tuple[str, ...] = (), preview: bool = False
+) -> tuple[Engine, dict[str, Any]]:
+    """Runs __main__.py under mocks; returns the engine and the resolved stack outputs."""
+    engine = Engine()
+    pulumi.runtime.set_mocks(engine, project=PROJECT, stack="test", preview=preview, monitor=RecordingMonitor(engine))
+    pulumi.runtime.set_all_config(stack_config(config), [f"{PROJECT}:{k}" for k in secret_keys])
+    exported: dict[str, Any] = {}
+    original_export = pulumi.export
+
+    def capture(name: str, value: Any) -> None:
+        exported[name] = value
+
+    pulumi.export = capture  # type: ignore[assignment]
+    try:
+
+        @pulumi.runtime.test
+        def program() -> Any:
+            runpy.run_path(str(PROGRAM), run_name="__main__")
+            return pulumi.Output.from_input(exported).apply(lambda resolved: exported.update(resolved))
+
+        program()
+    finally:
+        pulumi.export = original_export  # type: ignore[assignment]
+    return engine, exported

@@ -1,0 +1,308 @@
+"""The fork stack (Steps 1-5 of the build guide) under mocks: values, pins, ordering, rebuild triggers.
+
+What the charts do with these values is left to the integration tier.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pulumi
+import pytest
+
+from tests.unit.harness import COMMAND, CUSTOM_RESOURCE_PREFIX, NAMESPACE, POD, RELEASE, SECRET, run_program
+
+REGISTRY = "registry.example.com/team/kai-fork"
+TAG = "smshare-44d1d0a-af0544e"
+KAI_COMMIT = "44d1d0a966465c69b1fd0d24b40b9a1ebb73699e"
+AGENTS_COMMIT = "af0544e4dbd1d8e03ca14fc1e06d6265fabed99b"
+A100: dict[str, Any] = {"registry": {"server": REGISTRY}}
+PRIVATE = {"registry": {"server": REGISTRY, "username": "robot"}, "registryPassword": "hunter2"}
+LOCAL_CHARTS = {
+    "forks": {"images": "prebuilt"},
+    "kai": {"chart": {"chart": "charts/kai-scheduler"}},
+    "gpuFractioning": {"chart": {"chart": "charts/gpu-fractioning"}},
+}
+
+
+def with_overrides(base: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in overrides.items():
+        merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
+    return merged
+
+
+def commands_by_name(engine: Any) -> dict[str, dict[str, Any]]:
+    return {r.name: r.inputs for r in engine.created(COMMAND)}
+
+
+def test_the_image_tag_defaults_to_one_naming_both_pinned_commits() -> None:
+    engine, outputs = run_program(A100)
+    assert outputs["imageTag"] == TAG, "the default tag must record the pairing of both commits"
+    kai = engine.release("kai-scheduler").inputs["values"]["global"]
+    agents = engine.release("gpu-fractioning").inputs["values"]["images"]
+    assert kai["tag"] == TAG
+    assert {image["tag"] for image in agents.values()} == {TAG}, "both forks must share one tag"
+
+
+def test_an_explicit_tag_reaches_every_image_of_both_forks() -> None:
+    engine, outputs = run_program(with_overrides(A100, forks={"tag": "exp-7"}))
+    assert outputs["imageTag"] == "exp-7"
+    assert engine.release("kai-scheduler").inputs["values"]["global"]["tag"] == "exp-7"
+    assert {i["tag"] for i in engine.release("gpu-fractioning").inputs["values"]["images"].values()} == {"exp-7"}
+    environments = [r.inputs["environment"] for r in engine.created(COMMAND)]
+    built = {e.get("DOCKER_TAG") or e.get("VERSION") for e in environments if "DOCKER_REPO_BASE" in e}
+    assert built == {"exp-7"}, "the images must be built with the tag the releases deploy"
+
+
+def test_kai_gets_exactly_the_guides_values_for_the_fork() -> None:
+    engine, _ = run_program(A100)
+    release = engine.release("kai-scheduler").inputs
+    assert release["namespace"] == "kai-scheduler"
+    assert release["chart"] == "/forks/KAI-Scheduler/deployments/kai-scheduler", "the fork checkout's chart"
+    assert release["values"] == {
+        "global": {
+            "gpuSharingMode": "NvFractions",
+            "registry": f"{REGISTRY}/kai-scheduler",
+            "tag": TAG,
+            "nvFractions": {"set": False},
+        },
+        "binder": {"runtimeClassName": "nvidia"},
+        "kaiConfig": {"render": True},
+        "kaiConfigDeployer": {"enabled": False},
+    }
+    assert not release.get("skipAwait"), "KAI must be waited for until its deployments are available"
+
+
+def test_gpu_fractioning_gets_every_image_repository_and_tag() -> None:
+    engine, _ = run_program(A100)
+    release = engine.release("gpu-fractioning").inputs
+    assert release["chart"] == "/forks/kai-gpu-fractioning/operator/charts"
+    assert release["namespace"] == "gpu-fractioning"
+    assert release["values"] == {
+        "images": {
+            name: {"repository": f"{REGISTRY}/kai-gpu-fractioning/{name}", "tag": TAG}
+            for name in ("operator", "mpsd", "fractiond", "metricsd")
+        },
+        "gpuOperator": {"minimumVersion": "v26.7.1"},
+        "mpsDaemon": {"resources": {"limits": {"memory": "1Gi"}}},
+    }
+
+
+def test_the_gpu_operator_is_pinned_to_v26_7_1_with_the_r615_driver() -> None:
+    engine, _ = run_program(A100)
+    release = engine.release("gpu-operator").inputs
+    assert release["chart"] == "gpu-operator"
+    assert release["version"] == "v26.7.1"
+    assert release["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+    assert release["namespace"] == "gpu-operator"
+    assert release["values"] == {"driver": {"enabled": True, "version": "615.71.09"}}
+
+
+def test_host_driver_mode_turns_the_driver_container_off() -> None:
+    engine, _ = run_program(with_overrides(A100, gpuOperator={"driver": {"source": "host"}}))
+    assert engine.release("gpu-operator").inputs["values"] == {"driver": {"enabled": False}}
+
+
+def test_a_stack_without_the_gpu_operator_installs_no_operator_release() -> None:
+    engine, outputs = run_program(with_overrides(A100, gpuOperator={"enabled": False}))
+    assert [r.inputs["name"] for r in engine.created(RELEASE)] == ["kai-scheduler", "gpu-fractioning"]
+    assert outputs["releases"]["gpu-operator"] == "not managed by this stack"
+
+
+def test_the_graph_follows_the_guides_order() -> None:
+    engine, _ = run_program(A100)
+    operator = engine.release("gpu-operator")
+    kai = engine.release("kai-scheduler")
+    agents = engine.release("gpu-fractioning")
+    kai_images = engine.one("kai-gpu-fractions:forks:ForkImages", "kai-scheduler-images")
+    agent_images = engine.one("kai-gpu-fractions:forks:ForkImages", "kai-gpu-fractioning-images")
+    assert engine.waits_for(kai, kai_images), "KAI must install only after its images are pushed and verified"
+    assert engine.waits_for(agents, agent_images), "the node agents install only after their images exist"
+    assert engine.waits_for(kai, operator), "KAI comes after the GPU Operator"
+    assert engine.waits_for(agents, kai), "gpu-fractioning comes after KAI"
+    assert not engine.waits_for(kai, agents), "and never the other way round"
+    for pod in engine.created(POD):
+        assert engine.waits_for(pod, agents), f"{pod.name} must wait for the node agents"
+
+
+def test_destroy_deletes_the_default_gpu_fractioning_config_before_the_chart() -> None:
+    engine, _ = run_program(A100)
+    (config,) = [r for r in engine.registrations if r.type.startswith(CUSTOM_RESOURCE_PREFIX)]
+    assert config.type.endswith(":GpuFractioningConfig")
+    assert config.inputs["metadata"]["name"] == "default"
+    assert "spec" not in config.inputs, "the chart's values stay the only source of the config's spec"
+    assert engine.waits_for(config, engine.release("gpu-fractioning")), (
+        "a dependent is deleted first, so the operator can still clear the finalizer"
+    )
+
+
+def test_each_fork_is_checked_out_at_its_pinned_commit_from_its_pull_request() -> None:
+    engine, _ = run_program(A100)
+    commands = commands_by_name(engine)
+    kai = commands["kai-scheduler-source-git"]["environment"]
+    agents = commands["kai-gpu-fractioning-source-git"]["environment"]
+    assert (kai["FORK_PULL_REQUEST"], kai["FORK_COMMIT"]) == ("2368", KAI_COMMIT)
+    assert (agents["FORK_PULL_REQUEST"], agents["FORK_COMMIT"]) == ("147", AGENTS_COMMIT)
+    assert kai["FORK_REPOSITORY"] == "https://github.com/kai-scheduler/KAI-Scheduler.git"
+    script = commands["kai-scheduler-source-git"]["create"]
+    assert 'git checkout -q --detach "$FORK_COMMIT"' in script
+    assert "git status --porcelain" in script, "a dirty tree must be refused"
+    assert "helm dependency build" in commands["kai-scheduler-source-chart-dependencies"]["create"]
+
+
+def test_each_fork_is_built_with_its_own_make_targets_and_the_guides_variables() -> None:
+    engine, _ = run_program(with_overrides(A100, forks={"platform": "linux/amd64"}))
+    commands = commands_by_name(engine)
+    kai = commands["kai-scheduler-images-build"]
+    agents = commands["kai-gpu-fractioning-images-build"]
+    assert "make build " in kai["create"]
+    assert "make docker-build docker-push " in agents["create"]
+    assert {k: kai["environment"][k] for k in kai["environment"] if k.startswith("DOCKER")} == {
+        "DOCKER_REPO_BASE": f"{REGISTRY}/kai-scheduler",
+        "DOCKER_TAG": TAG,
+        "DOCKER_BUILDX_ADDITIONAL_ARGS": "--push",
+        "DOCKER_BUILD_PLATFORM": "linux/amd64",
+    }
+    assert kai["environment"]["BUILDX_BUILDER"] == "default", "the guide needs a docker-driver builder"
+    assert agents["environment"]["DOCKER_REPO_BASE"] == f"{REGISTRY}/kai-gpu-fractioning"
+    assert agents["environment"]["VERSION"] == TAG
+    assert agents["environment"]["PLATFORM"] == "linux/amd64"
+    for variable in (
+        "DOCKER_REPO_BASE",
+        "DOCKER_TAG",
+        "DOCKER_BUILDX_ADDITIONAL_ARGS",
+        "DOCKER_BUILD_PLATFORM",
+    ):
+        assert f'{variable}="${variable}"' in kai["create"], f"{variable} must be passed on the make command line"
+
+
+def test_changing_one_pin_rebuilds_exactly_that_fork() -> None:
+    before, _ = run_program(A100)
+    bumped = "0" * 40
+    after, _ = run_program(
+        with_overrides(
+            A100,
+            forks={
+                "tag": TAG,
+                "kaiScheduler": {
+                    "repository": "https://example.com/kai.git",
+                    "pullRequest": 2368,
+                    "commit": bumped,
+                },
+            },
+        )
+    )
+    old, new = commands_by_name(before), commands_by_name(after)
+    assert old["kai-scheduler-images-build"]["triggers"] != new["kai-scheduler-images-build"]["triggers"]
+    assert old["kai-gpu-fractioning-images-build"]["triggers"] == new["kai-gpu-fractioning-images-build"]["triggers"], (
+        "the other fork must not rebuild"
+    )
+    assert old["kai-gpu-fractioning-images-build"] == new["kai-gpu-fractioning-images-build"]
+
+
+def test_unchanged_pins_give_identical_build_inputs_so_a_rerun_builds_nothing() -> None:
+    first, _ = run_program(A100)
+    second, _ = run_program(A100)
+    assert commands_by_name(first) == commands_by_name(second)
+
+
+@pytest.mark.parametrize("platform", [None, "linux/arm64"])
+def test_the_platform_is_a_rebuild_trigger(platform: str | None) -> None:
+    engine, _ = run_program(with_overrides(A100, forks={"platform": platform} if platform else {}))
+    triggers = commands_by_name(engine)["kai-scheduler-images-build"]["triggers"]
+    assert triggers == [KAI_COMMIT, REGISTRY, TAG, platform or "host"]
+
+
+def test_every_expected_image_is_verified_in_the_registry_and_its_digest_exported() -> None:
+    engine, outputs = run_program(A100)
+    checked = sorted(args["name"] for token, args in engine.invokes if token.startswith("docker:"))
+    assert len(checked) == 19, "15 KAI services and 4 node agents"
+    assert f"{REGISTRY}/kai-scheduler/helm-hooks:{TAG}" in checked
+    assert f"{REGISTRY}/kai-gpu-fractioning/mpsd:{TAG}" in checked
+    digests = outputs["imageDigests"]
+    assert len(digests["kai-scheduler"]) == 15 and len(digests["kai-gpu-fractioning"]) == 4
+    assert all(d.startswith("sha256:") for fork in digests.values() for d in fork.values())
+
+
+def test_verify_mode_builds_nothing_but_still_checks_the_registry() -> None:
+    engine, _ = run_program(with_overrides(A100, forks={"images": "verify"}))
+    assert not [n for n in commands_by_name(engine) if n.endswith("-build")], "verify mode must not build"
+    assert len([t for t, _ in engine.invokes if t.startswith("docker:")]) == 19
+
+
+def test_prebuilt_images_with_mirrored_charts_need_no_checkout_build_or_registry() -> None:
+    engine, outputs = run_program(with_overrides(A100, **LOCAL_CHARTS))
+    assert engine.created(COMMAND) == [], "nothing runs on the build machine"
+    assert not engine.invokes, "nothing asks the registry"
+    assert engine.release("kai-scheduler").inputs["chart"] == "charts/kai-scheduler"
+    assert engine.release("kai-scheduler").inputs["values"]["global"]["tag"] == TAG
+    assert outputs["imageDigests"] == {"kai-scheduler": {}, "kai-gpu-fractioning": {}}
+
+
+def test_a_private_registry_gets_pull_secrets_holding_the_password_only_as_a_secret() -> None:
+    engine, _ = run_program(PRIVATE, secret_keys=("registryPassword",))
+    secrets = engine.created(SECRET)
+    assert sorted(s.inputs["metadata"]["namespace"] for s in secrets) == ["gpu-fractioning", "kai-scheduler"]
+    for secret in secrets:
+        assert secret.inputs["type"] == "kubernetes.io/dockerconfigjson"
+        string_data = secret.inputs["stringData"]
+        assert string_data.get(pulumi.runtime.rpc._special_sig_key) == pulumi.runtime.rpc._special_secret_sig, (
+            "the registry password must reach the cluster only as a Pulumi secret"
+        )
+    kai_values = engine.release("kai-scheduler").inputs["values"]
+    assert kai_values["global"]["imagePullSecrets"] == [{"name": "kai-fork-registry"}]
+    assert engine.release("gpu-fractioning").inputs["values"]["imagePullSecrets"] == [{"name": "kai-fork-registry"}]
+    build = commands_by_name(engine)["kai-scheduler-images-build"]
+    assert build["environment"].get(pulumi.runtime.rpc._special_sig_key) == pulumi.runtime.rpc._special_secret_sig, (
+        "a build command that logs in carries the password only as a secret"
+    )
+
+
+def test_smoke_pods_are_the_guides_two_half_gpu_non_root_pods() -> None:
+    engine, outputs = run_program(A100)
+    assert outputs["smokePods"] == ["fraction-smoke-a", "fraction-smoke-b"]
+    for pod in engine.created(POD):
+        metadata, spec = pod.inputs["metadata"], pod.inputs["spec"]
+        assert metadata["annotations"] == {
+            "gpu-fraction": "0.5",
+            "nvidia.com/container.main.gpu-compute.mode": "sm-sharing",
+        }
+        assert metadata["labels"]["kai.scheduler/queue"] == "default-queue"
+        assert spec["schedulerName"] == "kai-scheduler"
+        assert spec["runtimeClassName"] == "nvidia"
+        assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": 1000}
+        (container,) = spec["containers"]
+        assert container["name"] == "main", "the compute-mode annotation names this container"
+        assert container["image"] == "nvidia/cuda:13.3.1-base-ubuntu24.04"
+        assert container["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        }
+        assert "resources" not in container, "a fractional pod must not ask for nvidia.com/gpu"
+
+
+def test_no_smoke_pods_when_the_smoke_test_is_off() -> None:
+    engine, outputs = run_program(with_overrides(A100, smokeTest={"enabled": False}))
+    assert engine.created(POD) == []
+    assert "smokePods" not in outputs
+
+
+def test_stack_outputs_report_tag_digests_and_release_statuses() -> None:
+    _, outputs = run_program(A100)
+    assert set(outputs) == {"imageTag", "imageDigests", "releases", "smokePods"}
+    assert outputs["releases"] == {
+        "gpu-operator": "deployed",
+        "kai-scheduler": "deployed",
+        "gpu-fractioning": "deployed",
+    }
+
+
+def test_namespaces_of_privileged_node_daemons_allow_privileged_pods() -> None:
+    engine, _ = run_program(A100)
+    labels = {n.inputs["metadata"]["name"]: n.inputs["metadata"].get("labels") for n in engine.created(NAMESPACE)}
+    privileged = {"pod-security.kubernetes.io/enforce": "privileged"}
+    assert labels["gpu-operator"] == privileged
+    assert labels["gpu-fractioning"] == privileged
+    assert labels["kai-scheduler"] is None
