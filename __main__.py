@@ -3,7 +3,7 @@
 import pulumi
 
 from components.config import ConfigError, load_from_pulumi
-from components.stack import deploy_forks
+from components.stack import deploy
 
 try:
     config, registry_password = load_from_pulumi()
@@ -11,5 +11,5 @@ except ConfigError as error:
     # A user mistake: report it without a traceback, before any resource is registered.
     raise pulumi.RunError(str(error)) from None
 
-for name, value in deploy_forks(config, registry_password).items():
+for name, value in deploy(config, registry_password).items():
     pulumi.export(name, value)

@@ -173,17 +173,85 @@ class Cluster(_Model):
     context: str | None = Field(default=None, examples=["gpu-cluster"])
 
 
+PUBLIC_KAI_CHART = ChartSource(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", version="v0.17.0")
+
+
+class GpuProfile(_Model):
+    count: int = Field(ge=1, examples=[8])
+    memory_mib: int = Field(ge=1024, examples=[40960])
+    product: str = Field(examples=["NVIDIA-A100-SXM4-40GB"])
+
+
+# nvml-mock's profiles, as the node labels GPU Feature Discovery would publish for them.
+GPU_PROFILES = {"a100": GpuProfile(count=8, memory_mib=40960, product="NVIDIA-A100-SXM4-40GB")}
+
+
+class KindCluster(_Model):
+    name: str = Field(default="kai-hami-test", examples=["kai-hami-test"])
+
+
+class NvmlMock(_Model):
+    build_image: bool = True
+    source_repository: str = "https://github.com/NVIDIA/k8s-test-infra.git"
+    source_commit: str = Field(default="3b2b865d91b1844baa9feeca2820d2fab65414c7", pattern=COMMIT_PATTERN.pattern)
+    chart: ChartSource = ChartSource(chart="oci://ghcr.io/nvidia/k8s-test-infra/chart/nvml-mock", version="0.3.0")
+    image_repository: str = "nvml-mock"
+    image_tag: str = "local"
+
+
+class Isolator(_Model):
+    namespace: str = "kai-resource-isolator"
+    chart: ChartSource = ChartSource(chart="oci://docker.io/projecthami/kai-resource-isolator", version="1.1.0-chart")
+
+
+class Lab(_Model):
+    """The laptop lab: kind + nvml-mock + KAI v0.17.0 with HAMi-core + kai-resource-isolator."""
+
+    kind: KindCluster | None = Field(default=KindCluster(), description="null: use `cluster` as it is")
+    gpu_profile: Literal["a100"] = Field(default="a100", examples=["a100"])
+    gpu_nodes: list[str] | None = Field(default=None, examples=[["kai-hami-test-control-plane"]])
+    nvml_mock: NvmlMock = NvmlMock()
+    device_plugin_image: str = "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
+    isolator: Isolator = Isolator()
+    await_workloads: bool = Field(default=True, description="false: do not wait for the whole-GPU pod to run")
+
+    @property
+    def gpu(self) -> GpuProfile:
+        return GPU_PROFILES[self.gpu_profile]
+
+    @property
+    def node_names(self) -> list[str]:
+        if self.gpu_nodes:
+            return self.gpu_nodes
+        if self.kind is not None:
+            return [f"{self.kind.name}-control-plane"]
+        return []
+
+    @model_validator(mode="after")
+    def _nodes_known(self) -> Lab:
+        if not self.node_names:
+            raise ValueError("without a kind cluster, name the GPU nodes to label in `gpuNodes`")
+        return self
+
+
 class StackConfig(_Model):
     """The whole stack configuration, read once from `pulumi config`."""
 
+    profile: Literal["fork", "lab"] = Field(default="fork", examples=["fork", "lab"])
     cluster: Cluster = Cluster()
-    registry: Registry
+    registry: Registry | None = None
     forks: Forks = Forks()
     gpu_operator: GpuOperator = GpuOperator()
     kai: Kai = Kai()
     gpu_fractioning: GpuFractioning = GpuFractioning()
     nodes: Nodes = Nodes()
     smoke_test: SmokeTest = SmokeTest()
+    lab: Lab = Lab()
+
+    @property
+    def kai_chart(self) -> ChartSource | None:
+        """The KAI chart: configured, else the fork checkout's (fork) or the public v0.17.0 (lab)."""
+        return self.kai.chart or (PUBLIC_KAI_CHART if self.profile == "lab" else None)
 
 
 def _example_for(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
@@ -243,6 +311,11 @@ def parse_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset
                 )
             continue
         values[key] = _decode(value)
+    if values.get("profile", "fork") == "fork" and "registry" not in values:
+        problems.append(
+            f"  - {PROJECT}:registry: is required for the fork profile; "
+            'for example: {"server": "registry.example.com/team/kai-fork"}'
+        )
     if "registryPassword" in raw and not _as_dict(values.get("registry")).get("username"):
         problems.append(
             f'  - {PROJECT}:registry.username: is required when registryPassword is set; for example: "robot$kai"'

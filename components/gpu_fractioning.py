@@ -94,7 +94,7 @@ class GpuFractioning(pulumi.ComponentResource):
         name: str,
         config: GpuFractioningConfig,
         values: pulumi.Input[dict[str, Any]],
-        chart: pulumi.Input[str] | None,
+        local_chart: pulumi.Input[str] | None,
         pull_secret: helm.PullSecret | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -111,7 +111,7 @@ class GpuFractioning(pulumi.ComponentResource):
             release_name="gpu-fractioning",
             namespace=ns.metadata.name,
             source=config.chart,
-            local_chart=chart,
+            local_chart=local_chart,
             values=values,
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
         )

@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.config import Kai
+from components.config import ChartSource, Kai
 
 
 def kai_fork_values(config: Kai, image_registry: str, tag: str, pull_secret: str | None) -> dict[str, Any]:
@@ -58,7 +58,8 @@ class KaiScheduler(pulumi.ComponentResource):
         name: str,
         config: Kai,
         values: pulumi.Input[dict[str, Any]],
-        chart: pulumi.Input[str] | None,
+        source: ChartSource | None,
+        local_chart: pulumi.Input[str] | None,
         pull_secret: helm.PullSecret | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -72,8 +73,8 @@ class KaiScheduler(pulumi.ComponentResource):
             f"{name}-release",
             release_name="kai-scheduler",
             namespace=ns.metadata.name,
-            source=config.chart,
-            local_chart=chart,
+            source=source,
+            local_chart=local_chart,
             values=values,
             # The chart only names the secret; its pods must not start before it exists.
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends),

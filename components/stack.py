@@ -1,4 +1,8 @@
-"""The fork deployment as one graph: images → GPU Operator → KAI → gpu-fractioning → smoke pods."""
+"""The two stack profiles as graphs of components.
+
+fork: images → GPU Operator → KAI (NvFractions) → gpu-fractioning → smoke pods.
+lab:  kind → nvml-mock + device plugin → GPU labels → KAI (HAMi-core) → queues, isolator → lab pods.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,16 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.config import StackConfig
+from components.config import Registry, StackConfig
 from components.forks import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
 from components.gpu_fractioning import GpuFractioning, gpu_fractioning_values
+from components.gpu_node_labels import GpuNodeLabels
 from components.gpu_operator import GpuOperator
-from components.kai_scheduler import KaiScheduler, kai_fork_values
+from components.isolator import Isolator
+from components.kai_scheduler import KaiScheduler, kai_fork_values, kai_lab_values
+from components.lab_pods import RESERVATION_BOUNDARY, LabPods
+from components.nvml_mock import NvmlMock
+from components.queues import LabQueues
 from components.smoke_pods import SmokePods
 
 
@@ -25,31 +34,39 @@ class ForkOutputs:
     chart: pulumi.Output[str] | None
 
 
-def cluster_provider(config: StackConfig) -> k8s.Provider:
-    kubeconfig = config.cluster.kubeconfig
+def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -> pulumi.ResourceOptions:
+    """`base` plus an ordering edge the data flow cannot express (each call site says why)."""
+    return pulumi.ResourceOptions.merge(
+        base, pulumi.ResourceOptions(depends_on=[d for d in dependencies if d is not None])
+    )
+
+
+def cluster_provider(config: StackConfig, kubeconfig: pulumi.Input[str] | None = None) -> k8s.Provider:
+    path = config.cluster.kubeconfig
     return k8s.Provider(
         "cluster",
         # The provider takes a path or the file's contents; `~` is not expanded for a path.
-        kubeconfig=os.path.expanduser(kubeconfig) if kubeconfig else None,
+        kubeconfig=kubeconfig or (os.path.expanduser(path) if path else None),
         context=config.cluster.context,
     )
 
 
+def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
+    """Registers every resource of the configured profile and returns the stack outputs."""
+    if config.profile == "lab":
+        return deploy_lab(config)
+    return deploy_forks(config, registry_password)
+
+
 def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
-    """Registers every resource of the fork stack and returns the stack outputs."""
-    provider = cluster_provider(config)
-    in_cluster = pulumi.ResourceOptions(providers={"kubernetes": provider})
-    tag = config.forks.image_tag
+    registry = fork_registry(config)
+    in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config)})
     pull_secret = None
-    if registry_password is not None and config.registry.username:
+    if registry_password is not None and registry.username:
         pull_secret = helm.PullSecret.for_registry(
-            config.registry.pull_secret_name,
-            config.registry.host,
-            config.registry.username,
-            registry_password,
+            registry.pull_secret_name, registry.host, registry.username, registry_password
         )
     pull_secret_name = pull_secret.name if pull_secret else None
-
     kai_fork = fork_outputs(config, KAI_SCHEDULER, registry_password, needs_chart=config.kai.chart is None)
     agents_fork = fork_outputs(
         config, GPU_FRACTIONING, registry_password, needs_chart=config.gpu_fractioning.chart is None
@@ -62,36 +79,29 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         "kai-scheduler",
         config.kai,
         values=kai_fork.tag.apply(
-            lambda t: kai_fork_values(
-                config.kai, f"{config.registry.server}/{KAI_SCHEDULER.image_path}", t, pull_secret_name
-            )
+            lambda t: kai_fork_values(config.kai, f"{registry.server}/{KAI_SCHEDULER.image_path}", t, pull_secret_name)
         ),
-        chart=kai_fork.chart,
+        source=config.kai_chart,
+        local_chart=kai_fork.chart,
         pull_secret=pull_secret,
         # KAI reads what the GPU Operator sets up (RuntimeClass, GPU labels) from the cluster, not from outputs.
-        opts=pulumi.ResourceOptions.merge(
-            in_cluster, pulumi.ResourceOptions(depends_on=[operator] if operator else [])
-        ),
+        opts=after(in_cluster, operator),
     )
     agents = GpuFractioning(
         "gpu-fractioning",
         config.gpu_fractioning,
         values=agents_fork.tag.apply(
             lambda t: gpu_fractioning_values(
-                config.gpu_fractioning,
-                config.registry.server,
-                t,
-                config.nodes.gpus_per_node,
-                pull_secret_name,
+                config.gpu_fractioning, registry.server, t, config.nodes.gpus_per_node, pull_secret_name
             )
         ),
-        chart=agents_fork.chart,
+        local_chart=agents_fork.chart,
         pull_secret=pull_secret,
-        # The node agents serve KAI's annotations and KAI's operator waits for their config.
-        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[kai])),
+        # The node agents serve KAI's annotations, and KAI's operator waits for their config.
+        opts=after(in_cluster, kai),
     )
     outputs: dict[str, Any] = {
-        "imageTag": tag,
+        "imageTag": config.forks.image_tag,
         "imageDigests": pulumi.Output.all(kai=kai_fork.digests, agents=agents_fork.digests).apply(
             lambda d: {KAI_SCHEDULER.key: d["kai"], GPU_FRACTIONING.key: d["agents"]}
         ),
@@ -104,14 +114,16 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         ),
     }
     if config.smoke_test.enabled:
-        smoke = SmokePods(
-            "smoke-test",
-            config.smoke_test,
-            # Fractional pods need the node agents running; nothing in the release's outputs says so.
-            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[agents])),
-        )
+        # Fractional pods need the node agents running; nothing in the release's outputs says so.
+        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, agents))
         outputs["smokePods"] = smoke.names
     return outputs
+
+
+def fork_registry(config: StackConfig) -> Registry:
+    if config.registry is None:
+        raise ValueError("the fork profile needs a registry")  # parse_config reports this to users
+    return config.registry
 
 
 def fork_outputs(
@@ -126,23 +138,56 @@ def fork_outputs(
         from components.fork_checkout import ForkCheckout
 
         checkout = ForkCheckout(f"{recipe.key}-source", recipe, pin, config.forks.workdir)
+    chart = checkout.chart_path if checkout else None
     if mode == "prebuilt":
-        return ForkOutputs(
-            pulumi.Output.from_input(config.forks.image_tag),
-            pulumi.Output.from_input({}),
-            checkout.chart_path if checkout else None,
-        )
+        return ForkOutputs(pulumi.Output.from_input(config.forks.image_tag), pulumi.Output.from_input({}), chart)
     from components.fork_images import ForkImages
 
     images = ForkImages(
         f"{recipe.key}-images",
         recipe,
         commit=pin.commit,
-        registry=config.registry,
+        registry=fork_registry(config),
         registry_password=registry_password,
         tag=config.forks.image_tag,
         platform=config.forks.platform,
         mode=mode,
         checkout_path=checkout.path if checkout else None,
     )
-    return ForkOutputs(images.tag, images.digests, checkout.chart_path if checkout else None)
+    return ForkOutputs(images.tag, images.digests, chart)
+
+
+def deploy_lab(config: StackConfig) -> dict[str, Any]:
+    lab = config.lab
+    kubeconfig = None
+    if lab.kind is not None:
+        # Imported here: the command provider is needed only when the stack creates the cluster.
+        from components.lab_cluster import KindCluster
+
+        kubeconfig = KindCluster("lab-cluster", lab.kind).kubeconfig
+    in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config, kubeconfig)})
+    mock = NvmlMock("nvml-mock", lab, config.forks.workdir, opts=in_cluster)
+    # The lab labels nodes once the device plugin advertises their GPUs.
+    labels = GpuNodeLabels("gpu-node-labels", lab.node_names, lab.gpu, opts=after(in_cluster, mock))
+    kai = KaiScheduler(
+        "kai-scheduler",
+        config.kai,
+        values=kai_lab_values(config.kai),
+        source=config.kai_chart,
+        local_chart=None,
+        # KAI caches GPU memory when it first sees a node: the labels must be there before it starts.
+        opts=after(in_cluster, labels),
+    )
+    # Queues are validated by KAI's admission webhook, which must be serving first.
+    queues = LabQueues("queues", opts=after(in_cluster, kai))
+    # The isolator's webhook acts on pods KAI admits; it is installed after KAI as in the lab.
+    isolator = Isolator("isolator", lab.isolator, opts=after(in_cluster, kai))
+    # Pods need their queue and the RuntimeClass shim to exist.
+    pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator))
+    return {
+        "gpuProfile": {"name": lab.gpu_profile, **lab.gpu.model_dump(by_alias=True)},
+        "gpuNodes": labels.nodes,
+        "releases": pulumi.Output.all(**{"kai-scheduler": kai.status, "kai-resource-isolator": isolator.status}),
+        "labPods": pods.names,
+        "sharedPodBoundary": RESERVATION_BOUNDARY,
+    }

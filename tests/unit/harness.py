@@ -51,6 +51,10 @@ class Engine(mocks.Mocks):
             state["stdout"] = (
                 environment.get("CHART_PATH") or f"{CHECKOUT_ROOT}/{Path(environment.get('FORK_DIR', '')).name}"
             )
+        metadata = args.inputs.get("metadata") or {}
+        if args.custom and "name" in metadata:
+            namespace = metadata.get("namespace")
+            return (f"{namespace}/{metadata['name']}" if namespace else metadata["name"]), state
         return f"{args.name}-id", state
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:

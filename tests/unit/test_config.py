@@ -68,7 +68,8 @@ def test_short_commits_and_old_drivers_are_refused() -> None:
 
 def test_the_registry_is_required_with_an_example() -> None:
     assert error_lines({}) == [
-        '  - kai-gpu-fractions:registry: is required; for example: {"server": "registry.example.com/team/kai-fork"}'
+        "  - kai-gpu-fractions:registry: is required for the fork profile; "
+        'for example: {"server": "registry.example.com/team/kai-fork"}'
     ]
 
 

@@ -1,0 +1,50 @@
+"""Isolator: HAMi's kai-resource-isolator (libvgpu injection) and the `nvidia` RuntimeClass shim."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import helm
+from components.config import Isolator as IsolatorConfig
+
+RUNTIME_CLASS = "nvidia"
+
+
+def isolator_values() -> dict[str, Any]:
+    return {"monitor": {"enabled": True}}
+
+
+class Isolator(pulumi.ComponentResource):
+    """Installs the isolator and a RuntimeClass `nvidia` with handler `runc`.
+
+    KAI's admission adds `runtimeClassName: nvidia` to fraction pods, and kind has no nvidia
+    runtime: without the shim those pods are rejected.
+    """
+
+    runtime_class: k8s.node.v1.RuntimeClass
+    status: pulumi.Output[str]
+
+    def __init__(self, name: str, config: IsolatorConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("kai-gpu-fractions:lab:Isolator", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        ns = helm.namespace(f"{name}-namespace", config.namespace, child, privileged=True)
+        release = helm.release(
+            f"{name}-release",
+            release_name="kai-resource-isolator",
+            namespace=ns.metadata.name,
+            source=config.chart,
+            local_chart=None,
+            values=isolator_values(),
+            opts=child,
+        )
+        self.runtime_class = k8s.node.v1.RuntimeClass(
+            f"{name}-runtime-class",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=RUNTIME_CLASS),
+            handler="runc",
+            opts=child,
+        )
+        self.status = release.status.status
+        self.register_outputs({"status": self.status})
