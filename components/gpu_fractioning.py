@@ -43,7 +43,7 @@ def mpsd_memory_limit(gpus_per_node: int) -> str:
 def gpu_fractioning_values(
     config: GpuFractioningConfig,
     registry: str,
-    tag: str,
+    tag: pulumi.Input[str],
     gpus_per_node: int,
     pull_secret: str | None,
 ) -> dict[str, Any]:
@@ -115,14 +115,12 @@ class GpuFractioning(pulumi.ComponentResource):
             values=values,
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
         )
-        # Server-side apply adopts the object the chart created; no spec is sent, so the chart's
-        # values stay its only source.
-        self.default_config = k8s.apiextensions.CustomResource(
+        self.default_config = helm.adopt(
             f"{name}-default-config",
-            api_version=CONFIG_API_VERSION,
-            kind=CONFIG_KIND,
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="default", annotations={"pulumi.com/patchForce": "true"}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+            CONFIG_API_VERSION,
+            CONFIG_KIND,
+            "default",
+            pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )
         self.status = self.release.status.status
         self.register_outputs({"status": self.status})

@@ -10,10 +10,18 @@ import pulumi_kubernetes as k8s
 from components import helm
 from components.config import ChartSource, Kai
 
+QUEUE_API_VERSION = "scheduling.run.ai/v2"
+RESERVATION_NAMESPACE = "kai-resource-reservation"
 
-def kai_fork_values(config: Kai, image_registry: str, tag: str, pull_secret: str | None) -> dict[str, Any]:
+
+def kai_fork_values(
+    config: Kai, image_registry: str, tag: pulumi.Input[str], pull_secret: str | None
+) -> dict[str, Any]:
     """Values for the fork chart: NvFractions (case-sensitive), the fork images, and the nvidia
-    RuntimeClass for reservation pods, which call NVML."""
+    RuntimeClass for reservation pods, which call NVML.
+
+    Only the tag may be unknown at preview, so policies can still read every other value.
+    """
     global_values: dict[str, Any] = {
         "gpuSharingMode": "NvFractions",
         "registry": image_registry,
@@ -48,7 +56,12 @@ def kai_lab_values(config: Kai) -> dict[str, Any]:
 
 class KaiScheduler(pulumi.ComponentResource):
     """Installs KAI-Scheduler into its namespace (with the image pull secret, if any) and waits
-    until every workload of the release is ready."""
+    until every workload of the release is ready.
+
+    It also owns what the chart leaves behind on uninstall (the reservation namespace and the
+    default queues it names in `kept_queues`). The CRDs stay, as Helm leaves them: other
+    workloads may use them.
+    """
 
     release: k8s.helm.v3.Release
     status: pulumi.Output[str]
@@ -60,6 +73,7 @@ class KaiScheduler(pulumi.ComponentResource):
         values: pulumi.Input[dict[str, Any]],
         source: ChartSource | None,
         local_chart: pulumi.Input[str] | None,
+        kept_queues: tuple[str, ...] = ("default-parent-queue", "default-queue"),
         pull_secret: helm.PullSecret | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -79,5 +93,12 @@ class KaiScheduler(pulumi.ComponentResource):
             # The chart only names the secret; its pods must not start before it exists.
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
         )
+        # The chart keeps these on uninstall; the stack owns them so destroy leaves a clean cluster.
+        after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        k8s.core.v1.Namespace(
+            f"{name}-reservation-namespace", metadata={"name": RESERVATION_NAMESPACE}, opts=after_release
+        )
+        for queue in kept_queues:
+            helm.adopt(f"{name}-{queue}", QUEUE_API_VERSION, "Queue", queue, after_release)
         self.status = self.release.status.status
         self.register_outputs({"status": self.status})

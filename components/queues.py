@@ -7,7 +7,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-QUEUE_API_VERSION = "scheduling.run.ai/v2"
+from components.kai_scheduler import QUEUE_API_VERSION
+
 UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
 
 
@@ -37,7 +38,9 @@ class LabQueues(pulumi.ComponentResource):
             resource_name,
             api_version=QUEUE_API_VERSION,
             kind="Queue",
-            metadata={"name": queue},
+            # KAI's chart creates `default-queue` under its own parent; like the lab's
+            # `kubectl apply`, these values win.
+            metadata={"name": queue, "annotations": {"pulumi.com/patchForce": "true"}},
             spec=queue_spec(parent.id if parent else None),
             opts=pulumi.ResourceOptions(parent=self),
         )

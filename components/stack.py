@@ -78,8 +78,8 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
     kai = KaiScheduler(
         "kai-scheduler",
         config.kai,
-        values=kai_fork.tag.apply(
-            lambda t: kai_fork_values(config.kai, f"{registry.server}/{KAI_SCHEDULER.image_path}", t, pull_secret_name)
+        values=kai_fork_values(
+            config.kai, f"{registry.server}/{KAI_SCHEDULER.image_path}", kai_fork.tag, pull_secret_name
         ),
         source=config.kai_chart,
         local_chart=kai_fork.chart,
@@ -90,10 +90,8 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
     agents = GpuFractioning(
         "gpu-fractioning",
         config.gpu_fractioning,
-        values=agents_fork.tag.apply(
-            lambda t: gpu_fractioning_values(
-                config.gpu_fractioning, registry.server, t, config.nodes.gpus_per_node, pull_secret_name
-            )
+        values=gpu_fractioning_values(
+            config.gpu_fractioning, registry.server, agents_fork.tag, config.nodes.gpus_per_node, pull_secret_name
         ),
         local_chart=agents_fork.chart,
         pull_secret=pull_secret,
@@ -175,6 +173,7 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
         values=kai_lab_values(config.kai),
         source=config.kai_chart,
         local_chart=None,
+        kept_queues=("default-parent-queue",),
         # KAI caches GPU memory when it first sees a node: the labels must be there before it starts.
         opts=after(in_cluster, labels),
     )

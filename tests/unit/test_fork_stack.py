@@ -306,3 +306,20 @@ def test_namespaces_of_privileged_node_daemons_allow_privileged_pods() -> None:
     assert labels["gpu-operator"] == privileged
     assert labels["gpu-fractioning"] == privileged
     assert labels["kai-scheduler"] is None
+
+
+def test_objects_the_kai_chart_keeps_on_uninstall_are_owned_and_deleted_before_it() -> None:
+    engine, _ = run_program(A100)
+    kai = engine.release("kai-scheduler")
+    adopted = {
+        name: engine.one(typ, f"kai-scheduler-{name}")
+        for typ, name in [
+            ("kubernetes:scheduling.run.ai/v2:Queue", "default-parent-queue"),
+            ("kubernetes:scheduling.run.ai/v2:Queue", "default-queue"),
+            ("kubernetes:core/v1:Namespace", "reservation-namespace"),
+        ]
+    }
+    assert adopted["reservation-namespace"].inputs["metadata"]["name"] == "kai-resource-reservation"
+    for name, resource in adopted.items():
+        assert engine.waits_for(resource, kai), f"{name} must be deleted before KAI is uninstalled"
+        assert "spec" not in resource.inputs, "the chart stays the only source of the kept object's fields"

@@ -90,15 +90,24 @@ def test_kai_is_the_public_v0_17_0_chart_with_hamicore() -> None:
     assert release["values"]["binder"]["plugins"] == {"hamicore": {"enabled": True}}
 
 
+def lab_queues(engine: Any) -> dict[str, Any]:
+    return {q.inputs["metadata"]["name"]: q for q in engine.created(QUEUE) if q.name.startswith("queues-")}
+
+
 def test_queues_are_the_labs_unlimited_default_tree_created_after_kai() -> None:
     engine, _ = run_program(LAB)
-    queues = {q.inputs["metadata"]["name"]: q for q in engine.created(QUEUE)}
+    queues = lab_queues(engine)
     assert set(queues) == {"default", "default-queue"}
     unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
     assert queues["default"].inputs["spec"] == {"resources": {r: unlimited for r in ("cpu", "memory", "gpu")}}
     assert queues["default-queue"].inputs["spec"]["parentQueue"] == "default"
     for queue in queues.values():
         assert engine.waits_for(queue, engine.release("kai-scheduler")), "KAI's webhook validates queues"
+        assert queue.inputs["metadata"]["annotations"] == {"pulumi.com/patchForce": "true"}, (
+            "the chart's default-queue must take the lab's parent, as `kubectl apply` does in the runbook"
+        )
+    adopted = [q.inputs["metadata"]["name"] for q in engine.created(QUEUE) if q.name.startswith("kai-scheduler-")]
+    assert adopted == ["default-parent-queue"], "the chart's other queue is owned so destroy removes it"
 
 
 def test_the_isolator_and_the_runtime_class_shim_are_installed() -> None:
@@ -124,7 +133,7 @@ def test_the_lab_pods_wait_for_queues_and_isolator_and_only_the_whole_gpu_pod_is
     for pod in pods.values():
         assert pod.inputs["metadata"]["labels"] == {"kai.scheduler/queue": "default-queue"}
         assert pod.inputs["spec"]["schedulerName"] == "kai-scheduler"
-        for queue in engine.created(QUEUE):
+        for queue in lab_queues(engine).values():
             assert engine.waits_for(pod, queue)
         assert engine.waits_for(pod, engine.release("kai-resource-isolator"))
     assert outputs["labPods"] == ["kai-whole-gpu", "gpu-sharing-with-isolation"]
