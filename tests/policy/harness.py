@@ -1,0 +1,107 @@
+"""Runs policies the way the SDK's analyzer server does, without the engine."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_policies import POLICIES
+from pulumi_policy import (
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+# The SDK has no public name for what `args.not_applicable()` raises; its server catches this class.
+from pulumi_policy.policy import _NotApplicableError
+from pulumi_policy.proxy import unknown_checking_proxy
+
+from tests.policy.golden import Resource
+
+
+@dataclass
+class Outcome:
+    violations: list[str] = field(default_factory=list)
+    urns: list[str | None] = field(default_factory=list)
+    not_applicable: str | None = None
+
+
+def urn_of(resource_type: str, name: str) -> str:
+    return f"urn:pulumi:dev::kai-gpu-fractions::{resource_type}::{name}"
+
+
+def _options() -> PolicyResourceOptions:
+    return PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+
+
+def _run(policy: Policy, args: ResourceValidationArgs | StackValidationArgs) -> Outcome:
+    outcome = Outcome()
+
+    def report(message: str, urn: str | None = None) -> None:
+        outcome.violations.append(message)
+        outcome.urns.append(urn)
+
+    try:
+        result = policy.validate(args, report)  # type: ignore[attr-defined]
+    except _NotApplicableError as skipped:
+        outcome.not_applicable = skipped.reason
+        return outcome
+    assert result is None, "every policy in the pack validates synchronously"
+    return outcome
+
+
+def run_resource(
+    policy: Policy, resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any] | None = None
+) -> Outcome:
+    """Validates one resource's inputs, wrapped in the proxy the engine puts around them."""
+    assert isinstance(policy, ResourceValidationPolicy), f"{policy.name} is not a resource policy"
+    args = ResourceValidationArgs(
+        resource_type,
+        unknown_checking_proxy(dict(props)),
+        urn_of(resource_type, "under-test"),
+        "under-test",
+        _options(),
+        None,
+        config,
+    )
+    return _run(policy, args)
+
+
+def run_stack(policy: Policy, resources: Sequence[Resource], config: Mapping[str, Any] | None = None) -> Outcome:
+    """Validates a stack whose outputs echo the golden inputs, each wrapped like the engine does."""
+    assert isinstance(policy, StackValidationPolicy), f"{policy.name} is not a stack policy"
+    policy_resources = [
+        PolicyResource(
+            resource.type,
+            unknown_checking_proxy(resource.props),
+            urn_of(resource.type, resource.name),
+            resource.name,
+            _options(),
+            None,
+            None,
+            [],
+            {},
+        )
+        for resource in resources
+    ]
+    return _run(policy, StackValidationArgs(policy_resources, config))
+
+
+def pack_violations(resources: Sequence[Resource]) -> dict[str, list[str]]:
+    """Every violation the whole pack reports for a stack, keyed by policy name, as a preview would."""
+    found: dict[str, list[str]] = {}
+    for policy in POLICIES:
+        if isinstance(policy, StackValidationPolicy):
+            outcomes = [run_stack(policy, resources)]
+        else:
+            outcomes = [run_resource(policy, resource.type, resource.props) for resource in resources]
+        messages = [message for outcome in outcomes for message in outcome.violations]
+        if messages:
+            found[policy.name] = messages
+    return found
