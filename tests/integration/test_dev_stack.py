@@ -1,0 +1,85 @@
+"""The dev stack (the laptop lab) under the real engine on the local control plane.
+
+There is no kind here, so the lab uses the local control plane as an existing cluster, with
+stand-in charts; fake GPUs come from the kwok node gpu-node-0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import leftovers
+from tests.integration.workspace import REPO, Workspace, kubectl, kubectl_json
+
+pytestmark = pytest.mark.integration
+NODE = "gpu-node-0"
+
+
+def dev_config() -> dict[str, Any]:
+    return {
+        "profile": "lab",
+        "cluster": {"kubeconfig": os.environ["KUBECONFIG"]},
+        "kai": {"chart": {"chart": "charts/kai-scheduler"}},
+        "lab": {
+            "kind": None,
+            "gpuNodes": [NODE],
+            "nvmlMock": {"buildImage": False, "chart": {"chart": "charts/nvml-mock"}},
+            "isolator": {"chart": {"chart": "charts/kai-resource-isolator"}},
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    kubectl("label", "node", NODE, "nvidia.com/gpu.memory-", "nvidia.com/gpu.product-", "nvidia.com/gpu.count-")
+    workspace = Workspace.create(tmp_path_factory.mktemp("dev"))
+    workspace.new_stack("dev", dev_config())
+    yield workspace
+    workspace.pulumi("destroy", "--yes", "--skip-preview", stack="dev", check=False)
+    kubectl("apply", "-f", str(REPO / "tests" / "fixtures" / "nodes" / "gpu-node.yaml"))
+
+
+def test_preview_plans_the_lab_in_the_runbooks_order(dev: Workspace) -> None:
+    preview = json.loads(dev.pulumi("preview", "--json", stack="dev").stdout)
+    names = [step["urn"].rsplit("::", 1)[1] for step in preview["steps"] if step["op"] == "create"]
+    for name in ("nvml-mock-release", "gpu-node-labels-gpu-node-0", "kai-scheduler-release", "queues-default-queue"):
+        assert name in names, f"the preview must show {name}"
+
+
+def test_up_runs_the_lab_and_reports_the_reservation_boundary(dev: Workspace) -> None:
+    dev.pulumi("up", "--yes", "--skip-preview", stack="dev", timeout=1200)
+    labels = kubectl_json("get", "node", NODE)["metadata"]["labels"]
+    assert labels["nvidia.com/gpu.memory"] == "40960"
+    assert labels["nvidia.com/gpu.count"] == "8"
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
+    queue = kubectl_json("get", "queues.scheduling.run.ai", "default-queue")
+    assert queue["spec"]["parentQueue"] == "default", "the lab's queue tree wins over the chart's default"
+    runtime_class = kubectl_json("get", "runtimeclass", "nvidia")
+    assert runtime_class["handler"] == "runc"
+    config = kubectl_json("get", "configs.kai.scheduler", "kai-config")["spec"]
+    assert config["binder"]["plugins"] == {"hamicore": {"enabled": True}}
+    whole = kubectl_json("get", "pod", "kai-whole-gpu")
+    assert whole["status"]["phase"] == "Running"
+    shared = kubectl_json("get", "pod", "gpu-sharing-with-isolation")
+    assert shared["metadata"]["annotations"]["gpu-memory"] == "20480"
+    outputs = dev.outputs("dev")
+    assert outputs["labPods"] == ["kai-whole-gpu", "gpu-sharing-with-isolation"]
+    assert "ERROR_LIBRARY_NOT_FOUND" in outputs["sharedPodBoundary"]
+
+
+def test_the_dev_stack_passes_the_policy_pack(dev: Workspace) -> None:
+    result = dev.pulumi("preview", "--policy-pack", str(REPO / "policy"), stack="dev")
+    assert "kai-gpu-fractions" in result.output and "mandatory" not in result.output, result.output
+
+
+def test_destroy_removes_the_lab_and_only_the_labels_it_added(dev: Workspace) -> None:
+    dev.pulumi("destroy", "--yes", "--skip-preview", stack="dev", timeout=900)
+    labels = kubectl_json("get", "node", NODE)["metadata"]["labels"]
+    assert "nvidia.com/gpu.memory" not in labels, "the stack's labels go with it"
+    assert labels["nvidia.com/gpu.present"] == "true", "labels the stack did not add stay"
+    assert leftovers() == {}

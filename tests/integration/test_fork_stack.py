@@ -1,0 +1,143 @@
+"""The a100 stack under the real engine on the local control plane, with stand-in charts.
+
+Image builds are skipped (`forks.images: prebuilt`): there is no Docker engine or registry here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.conftest import StandInOperator, leftovers
+from tests.integration.workspace import REPO, Workspace, kill_group, kubectl, kubectl_json, wait_until
+
+pytestmark = pytest.mark.integration
+
+PASSWORD = "registry-password-7f3a9c"
+TAG = "smshare-44d1d0a-af0544e"
+REGISTRY = "registry.example.com/team/kai-fork"
+
+
+def a100_config() -> dict[str, Any]:
+    """Pulumi.a100.yaml as shipped, pointed at the local control plane and the stand-in charts."""
+    shipped = yaml.safe_load((REPO / "Pulumi.a100.yaml").read_text())["config"]
+    config = {key.split(":", 1)[1]: value for key, value in shipped.items()}
+    config["cluster"] = {"kubeconfig": os.environ["KUBECONFIG"]}
+    config["registry"] = {**config["registry"], "username": "robot"}
+    config["forks"] = {**config["forks"], "images": "prebuilt"}
+    config["gpuOperator"] = {**config["gpuOperator"], "chart": {"chart": "charts/gpu-operator"}}
+    config["kai"] = {"chart": {"chart": "charts/kai-scheduler"}}
+    config["gpuFractioning"] = {"chart": {"chart": "charts/gpu-fractioning"}}
+    return config
+
+
+@pytest.fixture(scope="module")
+def a100(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    workspace = Workspace.create(tmp_path_factory.mktemp("a100"))
+    workspace.new_stack("a100", a100_config(), secrets={"registryPassword": PASSWORD})
+    yield workspace
+    with StandInOperator():
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="a100", check=False)
+
+
+def test_preview_shows_the_whole_graph_before_anything_exists(a100: Workspace) -> None:
+    preview = json.loads(a100.pulumi("preview", "--json", stack="a100").stdout)
+    creates = {step["urn"].rsplit("::", 1)[1] for step in preview["steps"] if step["op"] == "create"}
+    for name in ("gpu-operator-release", "kai-scheduler-release", "gpu-fractioning-release", "smoke-test-a"):
+        assert name in creates, f"the preview must show {name}"
+    assert kubectl("get", "namespace", "kai-scheduler", check=False).returncode != 0, "preview changes nothing"
+
+
+def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
+    a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=1200)
+    outputs = a100.outputs("a100")
+    assert outputs["imageTag"] == TAG
+    assert outputs["releases"] == {
+        "gpu-operator": "deployed",
+        "kai-scheduler": "deployed",
+        "gpu-fractioning": "deployed",
+    }
+    assert outputs["smokePods"] == ["fraction-smoke-a", "fraction-smoke-b"]
+
+    config = kubectl_json("get", "configs.kai.scheduler", "kai-config")["spec"]
+    assert config["global"]["gpuSharingMode"] == "NvFractions"
+    assert (config["global"]["registry"], config["global"]["tag"]) == (f"{REGISTRY}/kai-scheduler", TAG)
+    assert config["binder"]["resourceReservation"]["runtimeClassName"] == "nvidia"
+    images = {
+        d["metadata"]["name"]: d["spec"]["template"]["spec"]["containers"][0]["image"]
+        for d in kubectl_json("-n", "kai-scheduler", "get", "deployments")["items"]
+    }
+    assert images["binder"] == f"{REGISTRY}/kai-scheduler/binder:{TAG}", "every KAI image is the fork build"
+    operator = kubectl_json("-n", "gpu-fractioning", "get", "deployment", "gpu-fractioning-operator")
+    assert (
+        operator["spec"]["template"]["spec"]["containers"][0]["image"]
+        == f"{REGISTRY}/kai-gpu-fractioning/operator:{TAG}"
+    )
+    gfc = kubectl_json("get", "gpufractioningconfig", "default")
+    assert gfc["spec"]["mpsDaemon"] == {"resources": {"limits": {"memory": "1Gi"}}}
+    policy = kubectl_json("get", "clusterpolicies.nvidia.com", "cluster-policy")
+    assert policy["spec"]["driver"] == {"enabled": True, "version": "615.71.09"}
+    for pod in ("fraction-smoke-a", "fraction-smoke-b"):
+        live = kubectl_json("get", "pod", pod)
+        assert live["status"]["phase"] == "Running"
+        assert live["spec"]["runtimeClassName"] == "nvidia"
+    secret = kubectl_json("-n", "kai-scheduler", "get", "secret", "kai-fork-registry")
+    assert secret["type"] == "kubernetes.io/dockerconfigjson"
+
+
+def test_a_second_up_changes_nothing(a100: Workspace) -> None:
+    result = a100.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes", "--json", stack="a100")
+    summary = json.loads(result.stdout)
+    changes = {op: n for op, n in summary.get("changeSummary", {}).items() if op != "same"}
+    assert changes == {}, f"a re-run must converge to no changes, got {changes}"
+
+
+def test_the_stack_passes_the_policy_pack(a100: Workspace) -> None:
+    result = a100.pulumi("preview", "--policy-pack", str(REPO / "policy"), stack="a100")
+    assert "kai-gpu-fractions" in result.output, "the pack must have run"
+    assert "mandatory" not in result.output, f"this project's stack must pass every policy:\n{result.output}"
+
+
+def test_the_registry_password_is_never_in_plaintext_in_state_or_outputs(a100: Workspace) -> None:
+    for state_file in a100.state_files():
+        assert PASSWORD not in state_file.read_text(errors="replace"), f"plaintext password in {state_file}"
+    exported = a100.pulumi("stack", "export", stack="a100").stdout
+    assert PASSWORD not in exported
+    assert PASSWORD not in a100.pulumi("stack", "output", "--json", stack="a100").stdout
+
+
+def test_destroy_leaves_nothing_behind_and_no_stuck_finalizer(a100: Workspace) -> None:
+    with StandInOperator() as operator:
+        a100.pulumi("destroy", "--yes", "--skip-preview", stack="a100", timeout=900)
+    assert operator.cleared == ["default"], "the config was deleted while the operator could still clear it"
+    assert leftovers() == {}, "destroy must remove every object the stack created or adopted"
+
+
+def test_an_up_killed_mid_run_converges_on_the_next_run(tmp_path: Path) -> None:
+    workspace = Workspace.create(tmp_path)
+    workspace.new_stack("killed", a100_config(), secrets={"registryPassword": PASSWORD})
+    run = workspace.start("up", "--yes", "--skip-preview", stack="killed")
+    try:
+        wait_until(
+            lambda: kubectl("-n", "kai-scheduler", "get", "deploy", "binder", check=False).returncode == 0,
+            timeout=600,
+            what="the KAI release to be mid-install",
+        )
+    finally:
+        kill_group(run)
+    time.sleep(2)
+    rerun = workspace.pulumi("up", "--yes", "--skip-preview", stack="killed", check=False, timeout=1200)
+    if rerun.returncode != 0:
+        raise AssertionError(f"re-run after SIGKILL did not converge:\n{rerun.output[-4000:]}")
+    again = workspace.pulumi("preview", "--expect-no-changes", stack="killed", check=False)
+    assert again.returncode == 0, f"after the re-run the stack must be converged:\n{again.output[-3000:]}"
+    with StandInOperator():
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="killed", timeout=900)
+    assert leftovers() == {}, "nothing the killed run created may be orphaned"

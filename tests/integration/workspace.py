@@ -1,0 +1,143 @@
+"""A Pulumi workspace for integration tests: the real CLI, a file backend, passphrase secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = "kai-gpu-fractions"
+PASSPHRASE = "integration-test-passphrase"
+
+
+def require_env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise RuntimeError(f"{name} is not set: run the integration tier through scripts/test.sh")
+    return value
+
+
+def engine_environment(state_dir: Path) -> dict[str, str]:
+    """The environment every `pulumi` call gets: offline, local state, no update checks, and the
+    engine's virtualenv first on PATH so the policy pack finds pulumi_policy."""
+    venv_bin = Path(require_env("KGF_ENGINE_VENV")) / "bin"
+    return {
+        **os.environ,
+        "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
+        "PULUMI_PYTHON_CMD": str(venv_bin / "python"),
+        "PULUMI_BACKEND_URL": f"file://{state_dir}",
+        "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "PULUMI_SKIP_CONFIRMATIONS": "true",
+    }
+
+
+@dataclass
+class Workspace:
+    """A project directory that runs this repository's program with the engine's virtualenv."""
+
+    root: Path
+    state: Path
+
+    @classmethod
+    def create(cls, base: Path, program: Path | None = None) -> Workspace:
+        root, state = base / "project", base / "state"
+        root.mkdir(parents=True)
+        state.mkdir()
+        venv = require_env("KGF_ENGINE_VENV")
+        spec = {"name": PROJECT, "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": venv}}}
+        (root / "Pulumi.yaml").write_text(yaml.safe_dump(spec))
+        if program is None:
+            (root / "__main__.py").symlink_to(REPO / "__main__.py")
+            (root / "components").symlink_to(REPO / "components")
+        else:
+            shutil.copy(program, root / "__main__.py")
+        # Stable relative chart paths: an absolute path that differs between runs would show as a diff.
+        (root / "charts").symlink_to(REPO / "tests" / "fixtures" / "charts")
+        return cls(root, state)
+
+    def pulumi(self, *args: str, stack: str | None = None, check: bool = True, timeout: int = 900) -> Result:
+        command = ["pulumi", *args, "--non-interactive", "--cwd", str(self.root)]
+        if stack:
+            command += ["--stack", stack]
+        completed = subprocess.run(
+            command, env=engine_environment(self.state), capture_output=True, text=True, timeout=timeout
+        )
+        result = Result(command, completed.returncode, completed.stdout, completed.stderr)
+        if check and completed.returncode != 0:
+            raise AssertionError(f"{' '.join(args)} failed:\n{result.output[-6000:]}")
+        return result
+
+    def start(self, *args: str, stack: str) -> subprocess.Popen[str]:
+        """Starts a long `pulumi` command in its own process group, so a test can kill all of it."""
+        command = ["pulumi", *args, "--non-interactive", "--cwd", str(self.root), "--stack", stack]
+        return subprocess.Popen(
+            command,
+            env=engine_environment(self.state),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+    def new_stack(self, stack: str, config: dict[str, Any], secrets: dict[str, str] | None = None) -> None:
+        self.pulumi("stack", "init", stack)
+        stack_file = self.root / f"Pulumi.{stack}.yaml"
+        current = yaml.safe_load(stack_file.read_text()) if stack_file.exists() else {}
+        current["config"] = {f"{PROJECT}:{key}": value for key, value in config.items()}
+        stack_file.write_text(yaml.safe_dump(current))
+        for key, value in (secrets or {}).items():
+            self.pulumi("config", "set", "--secret", key, value, stack=stack)
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        return json.loads(self.pulumi("stack", "output", "--json", stack=stack).stdout)
+
+    def state_files(self) -> list[Path]:
+        return [p for p in self.state.rglob("*") if p.is_file()]
+
+
+@dataclass
+class Result:
+    command: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def kill_group(process: subprocess.Popen[str]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+def kubectl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    completed = subprocess.run(["kubectl", *args], capture_output=True, text=True, timeout=120)
+    if check and completed.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {completed.stderr}")
+    return completed
+
+
+def kubectl_json(*args: str) -> Any:
+    return json.loads(kubectl(*args, "-o", "json").stdout)
+
+
+def wait_until(condition: Any, timeout: float, what: str, interval: float = 1.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
