@@ -191,6 +191,7 @@ class KindCluster(_Model):
 
 
 class NvmlMock(_Model):
+    namespace: str = "nvml-mock"
     build_image: bool = True
     source_repository: str = "https://github.com/NVIDIA/k8s-test-infra.git"
     source_commit: str = Field(default="3b2b865d91b1844baa9feeca2820d2fab65414c7", pattern=COMMIT_PATTERN.pattern)

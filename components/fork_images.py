@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_docker as docker
 from pulumi_command import local
@@ -30,6 +32,24 @@ def image_references(recipe: ForkRecipe, registry: Registry, tag: str) -> dict[s
     return {image: f"{repo_base}/{image}:{tag}" for image in recipe.images}
 
 
+@dataclass(frozen=True)
+class ForkImagesArgs:
+    recipe: ForkRecipe
+    commit: str
+    registry: Registry
+    tag: str
+    platform: str | None
+    mode: ImageMode
+    registry_password: pulumi.Output[str] | None = None
+    checkout_path: pulumi.Input[str] | None = None
+
+    @property
+    def registry_auth(self) -> tuple[str, pulumi.Output[str]] | None:
+        if self.registry_password is None or not self.registry.username:
+            return None
+        return self.registry.username, self.registry_password
+
+
 class ForkImages(pulumi.ComponentResource):
     """Builds and pushes one fork's images (mode `build`), then reads each image's digest from the
     registry (modes `build` and `verify`); `prebuilt` trusts images mirrored out of band.
@@ -40,82 +60,49 @@ class ForkImages(pulumi.ComponentResource):
     tag: pulumi.Output[str]
     digests: pulumi.Output[dict[str, str]]
 
-    def __init__(
-        self,
-        name: str,
-        recipe: ForkRecipe,
-        commit: str,
-        registry: Registry,
-        registry_password: pulumi.Output[str] | None,
-        tag: str,
-        platform: str | None,
-        mode: ImageMode,
-        checkout_path: pulumi.Input[str] | None,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
+    def __init__(self, name: str, args: ForkImagesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kai-gpu-fractions:forks:ForkImages", name, None, opts)
-        references = image_references(recipe, registry, tag)
-        pushed: pulumi.Output[str] = pulumi.Output.from_input(tag)
-        if mode == "build":
-            pushed = self._build(name, recipe, commit, registry, registry_password, tag, platform, checkout_path)
-        if mode == "prebuilt":
+        pushed: pulumi.Output[str] = pulumi.Output.from_input(args.tag)
+        if args.mode == "build":
+            pushed = self._build(name, args)
+        if args.mode == "prebuilt":
             self.digests = pulumi.Output.from_input({})
         else:
-            self.digests = self._verify(name, references, registry, registry_password, pushed)
+            self.digests = self._verify(name, args, pushed)
         # The tag is handed on only once every image is proven present, so releases that use
         # it are ordered after the push by data, not by hand.
-        self.tag = pulumi.Output.all(pushed, self.digests).apply(lambda _: tag)
+        self.tag = pulumi.Output.all(pushed, self.digests).apply(lambda _: args.tag)
         self.register_outputs({"tag": self.tag, "digests": self.digests})
 
-    def _build(
-        self,
-        name: str,
-        recipe: ForkRecipe,
-        commit: str,
-        registry: Registry,
-        registry_password: pulumi.Output[str] | None,
-        tag: str,
-        platform: str | None,
-        checkout_path: pulumi.Input[str] | None,
-    ) -> pulumi.Output[str]:
-        if checkout_path is None:
+    def _build(self, name: str, args: ForkImagesArgs) -> pulumi.Output[str]:
+        if args.checkout_path is None:
             raise ValueError("building images needs the fork checkout")
-        variables = recipe.build_variables(f"{registry.server}/{recipe.image_path}", tag, platform)
+        registry = args.registry
+        variables = args.recipe.build_variables(f"{registry.server}/{args.recipe.image_path}", args.tag, args.platform)
         environment: dict[str, pulumi.Input[str]] = {
             **variables,
-            "FORK_CHECKOUT": checkout_path,
+            "FORK_CHECKOUT": args.checkout_path,
             "REGISTRY_HOST": registry.host,
             # The guide's builds need a buildx builder with the docker driver: a docker-container
             # builder keeps images in its cache and cannot reach a registry on localhost.
             "BUILDX_BUILDER": "default",
         }
-        if registry_password is not None and registry.username:
-            environment["REGISTRY_USERNAME"] = registry.username
-            environment["REGISTRY_PASSWORD"] = registry_password
+        if args.registry_auth:
+            environment["REGISTRY_USERNAME"], environment["REGISTRY_PASSWORD"] = args.registry_auth
         build = local.Command(
             f"{name}-build",
-            create=build_command(recipe, variables),
+            create=build_command(args.recipe, variables),
             environment=environment,
-            triggers=[commit, registry.server, tag, platform or "host"],
+            triggers=[args.commit, registry.server, args.tag, args.platform or "host"],
             opts=pulumi.ResourceOptions(parent=self),
         )
-        return build.stdout.apply(lambda _: tag)
+        return build.stdout.apply(lambda _: args.tag)
 
-    def _verify(
-        self,
-        name: str,
-        references: dict[str, str],
-        registry: Registry,
-        registry_password: pulumi.Output[str] | None,
-        pushed: pulumi.Output[str],
-    ) -> pulumi.Output[dict[str, str]]:
+    def _verify(self, name: str, args: ForkImagesArgs, pushed: pulumi.Output[str]) -> pulumi.Output[dict[str, str]]:
         auth = None
-        if registry_password is not None and registry.username:
-            auth = [
-                docker.ProviderRegistryAuthArgs(
-                    address=registry.host, username=registry.username, password=registry_password
-                )
-            ]
+        if args.registry_auth:
+            username, password = args.registry_auth
+            auth = [docker.ProviderRegistryAuthArgs(address=args.registry.host, username=username, password=password)]
         provider = docker.Provider(f"{name}-registry", registry_auth=auth, opts=pulumi.ResourceOptions(parent=self))
         # Each lookup waits for the push through `pushed`, so a build is verified only after it ran.
         digests = {
@@ -123,6 +110,6 @@ class ForkImages(pulumi.ComponentResource):
                 name=pulumi.Output.concat(pushed.apply(lambda _: ""), reference),
                 opts=pulumi.InvokeOutputOptions(provider=provider, parent=self),
             ).sha256_digest
-            for image, reference in references.items()
+            for image, reference in image_references(args.recipe, args.registry, args.tag).items()
         }
         return pulumi.Output.all(**digests).apply(dict)

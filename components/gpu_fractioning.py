@@ -101,19 +101,16 @@ class GpuFractioning(pulumi.ComponentResource):
         super().__init__("kai-gpu-fractions:gpu:GpuFractioning", name, None, opts)
         for warning in configuration_warnings(config):
             pulumi.log.warn(warning, resource=self)
-        child = pulumi.ResourceOptions(parent=self)
-        ns = helm.namespace(f"{name}-namespace", config.namespace, child, privileged=True)
-        depends: list[pulumi.Resource] = []
-        if pull_secret is not None:
-            depends.append(helm.pull_secret(f"{name}-pull-secret", pull_secret, ns.metadata.name, child))
-        self.release = helm.release(
-            f"{name}-release",
+        self.release = helm.install(
+            self,
+            name,
             release_name="gpu-fractioning",
-            namespace=ns.metadata.name,
+            namespace=config.namespace,
+            values=values,
             source=config.chart,
             local_chart=local_chart,
-            values=values,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
+            privileged=True,
+            pull_secret=pull_secret,
         )
         self.default_config = helm.adopt(
             f"{name}-default-config",

@@ -30,16 +30,14 @@ class GpuOperator(pulumi.ComponentResource):
 
     def __init__(self, name: str, config: GpuOperatorConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kai-gpu-fractions:gpu:GpuOperator", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        ns = helm.namespace(f"{name}-namespace", config.namespace, child, privileged=True)
-        self.release = helm.release(
-            f"{name}-release",
+        self.release = helm.install(
+            self,
+            name,
             release_name="gpu-operator",
-            namespace=ns.metadata.name,
-            source=config.chart,
-            local_chart=None,
+            namespace=config.namespace,
             values=gpu_operator_values(config),
-            opts=child,
+            source=config.chart,
+            privileged=True,
         )
         self.status = self.release.status.status
         self.register_outputs({"status": self.status})

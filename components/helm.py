@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,18 +30,21 @@ class PullSecret:
 PRIVILEGED_NAMESPACE_LABELS = {"pod-security.kubernetes.io/enforce": "privileged"}
 
 
-def release(
-    resource_name: str,
+def install(
+    parent: pulumi.Resource,
+    name: str,
     *,
     release_name: str,
-    namespace: pulumi.Input[str],
-    source: ChartSource | None,
-    local_chart: pulumi.Input[str] | None,
+    namespace: str,
     values: pulumi.Input[dict[str, Any]],
-    opts: pulumi.ResourceOptions,
-    skip_await: bool = False,
+    source: ChartSource | None,
+    local_chart: pulumi.Input[str] | None = None,
+    privileged: bool = False,
+    pull_secret: PullSecret | None = None,
+    depends_on: Sequence[pulumi.Resource] = (),
 ) -> k8s.helm.v3.Release:
-    """A Helm release of `source`, or of a chart directory produced by another resource."""
+    """A Helm release of `source` (or of a chart directory another resource produced) in a
+    namespace the stack owns, so the namespace is created before and deleted after the release."""
     chart: pulumi.Input[str]
     if source is not None:
         chart, version, repo = source.chart, source.version, source.repo
@@ -48,41 +52,35 @@ def release(
         chart, version, repo = local_chart, None, None
     else:
         raise ValueError(f"{release_name}: no chart source")
+    child = pulumi.ResourceOptions(parent=parent)
+    labels = PRIVILEGED_NAMESPACE_LABELS if privileged else None
+    ns = k8s.core.v1.Namespace(
+        f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=labels), opts=child
+    )
+    dependencies = list(depends_on)
+    if pull_secret is not None:
+        dependencies.append(
+            k8s.core.v1.Secret(
+                f"{name}-pull-secret",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=pull_secret.name, namespace=ns.metadata.name),
+                type="kubernetes.io/dockerconfigjson",
+                string_data={".dockerconfigjson": pull_secret.docker_config},
+                opts=child,
+            )
+        )
     return k8s.helm.v3.Release(
-        resource_name,
+        f"{name}-release",
         name=release_name,
-        namespace=namespace,
+        namespace=ns.metadata.name,
         chart=chart,
         version=version,
         repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
         values=values,
         create_namespace=False,
-        skip_await=skip_await,
         timeout=RELEASE_TIMEOUT_SECONDS,
-        opts=opts,
-    )
-
-
-def namespace(
-    resource_name: str, name: str, opts: pulumi.ResourceOptions, privileged: bool = False
-) -> k8s.core.v1.Namespace:
-    """A namespace the stack owns, so it is created before and deleted after its release."""
-    return k8s.core.v1.Namespace(
-        resource_name,
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=name, labels=PRIVILEGED_NAMESPACE_LABELS if privileged else None),
-        opts=opts,
-    )
-
-
-def pull_secret(
-    resource_name: str, secret: PullSecret, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
-) -> k8s.core.v1.Secret:
-    return k8s.core.v1.Secret(
-        resource_name,
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=secret.name, namespace=namespace),
-        type="kubernetes.io/dockerconfigjson",
-        string_data={".dockerconfigjson": secret.docker_config},
-        opts=opts,
+        # The chart only names the pull secret; its pods must not start before the secret exists.
+        # `depends_on` adds what the caller's chart needs outside the cluster first.
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=dependencies),
     )
 
 

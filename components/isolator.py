@@ -29,22 +29,20 @@ class Isolator(pulumi.ComponentResource):
 
     def __init__(self, name: str, config: IsolatorConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kai-gpu-fractions:lab:Isolator", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        ns = helm.namespace(f"{name}-namespace", config.namespace, child, privileged=True)
-        release = helm.release(
-            f"{name}-release",
+        release = helm.install(
+            self,
+            name,
             release_name="kai-resource-isolator",
-            namespace=ns.metadata.name,
-            source=config.chart,
-            local_chart=None,
+            namespace=config.namespace,
             values=isolator_values(),
-            opts=child,
+            source=config.chart,
+            privileged=True,
         )
         self.runtime_class = k8s.node.v1.RuntimeClass(
             f"{name}-runtime-class",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=RUNTIME_CLASS),
             handler="runc",
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
         self.status = release.status.status
         self.register_outputs({"status": self.status})

@@ -78,20 +78,15 @@ class KaiScheduler(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("kai-gpu-fractions:kai:KaiScheduler", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        ns = helm.namespace(f"{name}-namespace", config.namespace, child)
-        depends: list[pulumi.Resource] = []
-        if pull_secret is not None:
-            depends.append(helm.pull_secret(f"{name}-pull-secret", pull_secret, ns.metadata.name, child))
-        self.release = helm.release(
-            f"{name}-release",
+        self.release = helm.install(
+            self,
+            name,
             release_name="kai-scheduler",
-            namespace=ns.metadata.name,
+            namespace=config.namespace,
+            values=values,
             source=source,
             local_chart=local_chart,
-            values=values,
-            # The chart only names the secret; its pods must not start before it exists.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
+            pull_secret=pull_secret,
         )
         # The chart keeps these on uninstall; the stack owns them so destroy leaves a clean cluster.
         after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])

@@ -103,15 +103,16 @@ class NvmlMock(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self),
                 )
             )
-        release = helm.release(
-            f"{name}-release",
+        release = helm.install(
+            self,
+            name,
             release_name="nvml-mock",
-            namespace="default",
-            source=lab.nvml_mock.chart,
-            local_chart=None,
+            namespace=lab.nvml_mock.namespace,
             values=nvml_mock_values(lab),
+            source=lab.nvml_mock.chart,
+            privileged=True,
             # The chart takes the image by name; kind must hold it before any pod starts.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
+            depends_on=depends,
         )
         self.device_plugin = k8s.apps.v1.DaemonSet(
             f"{name}-device-plugin",

@@ -139,18 +139,20 @@ def fork_outputs(
     chart = checkout.chart_path if checkout else None
     if mode == "prebuilt":
         return ForkOutputs(pulumi.Output.from_input(config.forks.image_tag), pulumi.Output.from_input({}), chart)
-    from components.fork_images import ForkImages
+    from components.fork_images import ForkImages, ForkImagesArgs
 
     images = ForkImages(
         f"{recipe.key}-images",
-        recipe,
-        commit=pin.commit,
-        registry=fork_registry(config),
-        registry_password=registry_password,
-        tag=config.forks.image_tag,
-        platform=config.forks.platform,
-        mode=mode,
-        checkout_path=checkout.path if checkout else None,
+        ForkImagesArgs(
+            recipe=recipe,
+            commit=pin.commit,
+            registry=fork_registry(config),
+            tag=config.forks.image_tag,
+            platform=config.forks.platform,
+            mode=mode,
+            registry_password=registry_password,
+            checkout_path=checkout.path if checkout else None,
+        ),
     )
     return ForkOutputs(images.tag, images.digests, chart)
 
