@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from components.preflight import PreflightConfig
+
 PROJECT = "kai-gpu-fractions"
 SECRET_KEYS = ("registryPassword",)
 
@@ -166,6 +168,8 @@ class SmokeTest(_Model):
     queue: str = Field(default="default-queue", examples=["default-queue"])
     image: str = Field(default="nvidia/cuda:13.3.1-base-ubuntu24.04")
     gpu_fraction: Annotated[float, Field(gt=0, le=1)] = 0.5
+    # Runs the guide's four checks and the SM-share measurement on the smoke pods during `up`.
+    prove: bool = True
 
 
 class Cluster(_Model):
@@ -215,6 +219,8 @@ class Lab(_Model):
     device_plugin_image: str = "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
     isolator: Isolator = Isolator()
     await_workloads: bool = Field(default=True, description="false: do not wait for the whole-GPU pod to run")
+    # Checks allocatable GPUs, queue accounting, the isolator's injection and the reservation boundary.
+    prove: bool = True
 
     @property
     def gpu(self) -> GpuProfile:
@@ -248,6 +254,7 @@ class StackConfig(_Model):
     nodes: Nodes = Nodes()
     smoke_test: SmokeTest = SmokeTest()
     lab: Lab = Lab()
+    preflight: PreflightConfig = PreflightConfig()
 
     @property
     def kai_chart(self) -> ChartSource | None:

@@ -6,6 +6,7 @@ lab:  kind → nvml-mock + device plugin → GPU labels → KAI (HAMi-core) → 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
+from components.cluster_facts import read_cluster_facts
 from components.config import Registry, StackConfig
 from components.forks import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
 from components.gpu_fractioning import GpuFractioning, gpu_fractioning_values
@@ -23,6 +25,7 @@ from components.isolator import Isolator
 from components.kai_scheduler import KaiScheduler, kai_fork_values, kai_lab_values
 from components.lab_pods import RESERVATION_BOUNDARY, LabPods
 from components.nvml_mock import NvmlMock
+from components.preflight import blocking, evaluate, expectations_for, format_report, host_runner, nri_socket_path
 from components.queues import LabQueues
 from components.smoke_pods import SmokePods
 
@@ -41,21 +44,45 @@ def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -
     )
 
 
-def cluster_provider(config: StackConfig, kubeconfig: pulumi.Input[str] | None = None) -> k8s.Provider:
+def kubeconfig_path(config: StackConfig) -> str | None:
+    # The provider and the client take a path or the file's contents; `~` is not expanded for a path.
     path = config.cluster.kubeconfig
-    return k8s.Provider(
-        "cluster",
-        # The provider takes a path or the file's contents; `~` is not expanded for a path.
-        kubeconfig=kubeconfig or (os.path.expanduser(path) if path else None),
-        context=config.cluster.context,
-    )
+    return os.path.expanduser(path) if path else None
+
+
+def cluster_provider(config: StackConfig, kubeconfig: pulumi.Input[str] | None = None) -> k8s.Provider:
+    return k8s.Provider("cluster", kubeconfig=kubeconfig or kubeconfig_path(config), context=config.cluster.context)
 
 
 def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
-    """Registers every resource of the configured profile and returns the stack outputs."""
-    if config.profile == "lab":
-        return deploy_lab(config)
-    return deploy_forks(config, registry_password)
+    """Checks the cluster's prerequisites, then registers every resource of the configured profile
+    and returns the stack outputs."""
+    findings = preflight(config)
+    outputs = deploy_lab(config) if config.profile == "lab" else deploy_forks(config, registry_password)
+    return {**outputs, "preflight": findings}
+
+
+def preflight(config: StackConfig) -> list[dict[str, str]]:
+    """Every prerequisite row of the build guide, read from the cluster before anything registers,
+    in preview too. A failing row stops the program with one line per row; the rest are warnings."""
+    settings = config.preflight
+    if not settings.enabled or (config.profile == "lab" and config.lab.kind is not None):
+        return []  # a kind cluster the stack creates does not exist before `up`
+    try:
+        facts = read_cluster_facts(
+            kubeconfig_path(config), config.cluster.context, host_runner(config, settings), nri_socket_path(config)
+        )
+    except Exception as error:  # the client raises many types; all mean the same to the user
+        raise pulumi.RunError(
+            f"Preflight could not read the cluster ({type(error).__name__}: {error}). Check "
+            "kai-gpu-fractions:cluster (kubeconfig, context), or set kai-gpu-fractions:preflight.enabled to false."
+        ) from None
+    findings = evaluate(facts, expectations_for(config), settings)
+    if blocking(findings):
+        raise pulumi.RunError("Preflight failed; nothing was changed.\n" + format_report(findings))
+    if any(finding.outcome != "pass" for finding in findings):
+        pulumi.log.warn(format_report(findings))
+    return [dataclasses.asdict(finding) for finding in findings if finding.outcome != "pass"]
 
 
 def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
@@ -115,7 +142,28 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         # Fractional pods need the node agents running; nothing in the release's outputs says so.
         smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, agents))
         outputs["smokePods"] = smoke.names
+        if config.smoke_test.prove:
+            outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, smoke)
     return outputs
+
+
+def prove_smoke_pods(config: StackConfig, smoke: SmokePods) -> tuple[pulumi.Output[Any], pulumi.Output[str]]:
+    # Imported here: the proof reads the cluster with the kubernetes client at `up` only.
+    from components.proof_resource import SmokeProof
+
+    proof = SmokeProof(
+        "smoke-proof",
+        kubeconfig=kubeconfig_path(config),
+        context=config.cluster.context,
+        pods=smoke.names,
+        gpu_memory_mib=config.nodes.gpu_memory_mib,
+        gpu_fraction=config.smoke_test.gpu_fraction,
+        namespace=config.smoke_test.namespace,
+        queue=config.smoke_test.queue,
+        agents_namespace=config.gpu_fractioning.namespace,
+        opts=pulumi.ResourceOptions(depends_on=[smoke]),
+    )
+    return proof.results, proof.report
 
 
 def fork_registry(config: StackConfig) -> Registry:
@@ -185,7 +233,23 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     isolator = Isolator("isolator", lab.isolator, opts=after(in_cluster, kai))
     # Pods need their queue and the RuntimeClass shim to exist.
     pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator))
+    proof: dict[str, Any] = {}
+    if lab.prove:
+        from components.proof_resource import LabProof
+
+        lab_proof = LabProof(
+            "lab-proof",
+            kubeconfig=kubeconfig or kubeconfig_path(config),
+            context=config.cluster.context,
+            gpu_count=lab.gpu.count,
+            gpu_memory_mib=lab.gpu.memory_mib,
+            shared_memory_mib=lab.gpu.memory_mib // 2,
+            nodes=labels.nodes,
+            opts=pulumi.ResourceOptions(depends_on=[pods]),
+        )
+        proof = {"proof": lab_proof.results, "proofReport": lab_proof.report}
     return {
+        **proof,
         "gpuProfile": {"name": lab.gpu_profile, **lab.gpu.model_dump(by_alias=True)},
         "gpuNodes": labels.nodes,
         "releases": pulumi.Output.all(**{"kai-scheduler": kai.status, "kai-resource-isolator": isolator.status}),

@@ -12,6 +12,9 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, rpc
 
+import components.stack
+from components.cluster_facts import ClusterFacts, HostFacts, NodeFacts
+
 PROJECT = "kai-gpu-fractions"
 PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"
 CHECKOUT_ROOT = "/forks"
@@ -22,6 +25,7 @@ SECRET = "kubernetes:core/v1:Secret"
 POD = "kubernetes:core/v1:Pod"
 CUSTOM_RESOURCE_PREFIX = "kubernetes:gpu-fractioning.kai.scheduler/v1alpha1:"
 COMMAND = "command:local:Command"
+DYNAMIC = "pulumi-python:dynamic"
 GET_REGISTRY_IMAGE = "docker:index/getRegistryImage:getRegistryImage"
 
 
@@ -46,6 +50,8 @@ class Engine(mocks.Mocks):
         state = dict(args.inputs)
         if args.typ == RELEASE:
             state["status"] = {"status": "deployed", "name": args.inputs.get("name")}
+        if args.typ.startswith(DYNAMIC):
+            state |= {"results": [{"check": "mocked", "passed": True, "detail": ""}], "report": "mocked"}
         if args.typ == COMMAND:
             environment = args.inputs.get("environment", {})
             state["stdout"] = (
@@ -120,6 +126,31 @@ class RecordingMonitor(mocks.MockMonitor):
         return response
 
 
+# A cluster that meets every row of the guide's prerequisites table, as preflight would read it.
+PREPARED_CLUSTER = ClusterFacts(
+    gpu_nodes=[
+        NodeFacts(
+            name="gpu-node-0",
+            labels={"nvidia.com/gpu.present": "true", "nvidia.com/gpu.memory": "40960", "nvidia.com/gpu.count": "8"},
+            container_runtime_version="containerd://2.1.4",
+            allocatable={"nvidia.com/gpu": "8"},
+            host=HostFacts(
+                driver_version="615.71.09",
+                mps_namespace_commands=frozenset({"create", "delete", "list", "set", "get"}),
+                fabricmanager_active=True,
+                nri_socket_present=True,
+                nvswitch=True,
+            ),
+        )
+    ],
+    runtime_classes={"nvidia": "nvidia"},
+    cluster_policy_version="v26.7.1",
+    can_create=dict.fromkeys(
+        ("customresourcedefinitions", "clusterroles", "clusterrolebindings", "priorityclasses", "namespaces"), True
+    ),
+)
+
+
 def stack_config(config: dict[str, Any]) -> dict[str, str]:
     """Config as the engine hands it over: structured values as JSON text."""
     return {
@@ -129,9 +160,13 @@ def stack_config(config: dict[str, Any]) -> dict[str, str]:
 
 
 def run_program(
-    config: dict[str, Any], secret_keys: tuple[str, ...] = (), preview: bool = False
+    config: dict[str, Any],
+    secret_keys: tuple[str, ...] = (),
+    preview: bool = False,
+    cluster: ClusterFacts = PREPARED_CLUSTER,
 ) -> tuple[Engine, dict[str, Any]]:
-    """Runs __main__.py under mocks; returns the engine and the resolved stack outputs."""
+    """Runs __main__.py under mocks, with `cluster` as what preflight reads; returns the engine and
+    the resolved stack outputs."""
     engine = Engine()
     pulumi.runtime.set_mocks(engine, project=PROJECT, stack="test", preview=preview, monitor=RecordingMonitor(engine))
     pulumi.runtime.set_all_config(stack_config(config), [f"{PROJECT}:{k}" for k in secret_keys])
@@ -142,6 +177,8 @@ def run_program(
         exported[name] = value
 
     pulumi.export = capture  # type: ignore[assignment]
+    read_cluster_facts = components.stack.read_cluster_facts
+    components.stack.read_cluster_facts = lambda *_args, **_kwargs: cluster  # type: ignore[assignment]
     try:
 
         @pulumi.runtime.test
@@ -152,4 +189,5 @@ def run_program(
         program()
     finally:
         pulumi.export = original_export  # type: ignore[assignment]
+        components.stack.read_cluster_facts = read_cluster_facts  # type: ignore[assignment]
     return engine, exported

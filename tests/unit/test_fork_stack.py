@@ -291,7 +291,8 @@ def test_no_smoke_pods_when_the_smoke_test_is_off() -> None:
 
 def test_stack_outputs_report_tag_digests_and_release_statuses() -> None:
     _, outputs = run_program(A100)
-    assert set(outputs) == {"imageTag", "imageDigests", "releases", "smokePods"}
+    assert set(outputs) == {"imageTag", "imageDigests", "releases", "smokePods", "proof", "proofReport", "preflight"}
+    assert outputs["preflight"] == [], "a prepared cluster passes every preflight row"
     assert outputs["releases"] == {
         "gpu-operator": "deployed",
         "kai-scheduler": "deployed",
@@ -323,3 +324,19 @@ def test_objects_the_kai_chart_keeps_on_uninstall_are_owned_and_deleted_before_i
     for name, resource in adopted.items():
         assert engine.waits_for(resource, kai), f"{name} must be deleted before KAI is uninstalled"
         assert "spec" not in resource.inputs, "the chart stays the only source of the kept object's fields"
+
+
+def test_the_smoke_proof_runs_after_the_smoke_pods_with_the_guides_expectations() -> None:
+    engine, outputs = run_program(A100)
+    (proof,) = [r for r in engine.registrations if r.name == "smoke-proof"]
+    assert proof.type.startswith("pulumi-python:dynamic"), "the proof runs inside the update"
+    assert proof.inputs["pods"] == ["fraction-smoke-a", "fraction-smoke-b"]
+    assert (proof.inputs["gpu_memory_mib"], proof.inputs["gpu_fraction"]) == (40960, 0.5)
+    assert engine.waits_for(proof, engine.one("kai-gpu-fractions:smoke:SmokePods", "smoke-test"))
+    assert outputs["proofReport"] == "mocked"
+
+
+def test_no_proof_when_proving_is_off() -> None:
+    engine, outputs = run_program(with_overrides(A100, smokeTest={"prove": False}))
+    assert [r for r in engine.registrations if r.name == "smoke-proof"] == []
+    assert "proof" not in outputs

@@ -159,3 +159,13 @@ def test_a_lab_on_an_existing_cluster_must_name_its_gpu_nodes() -> None:
 
 def test_the_lab_needs_no_registry() -> None:
     assert parse_config({"profile": "lab"}).registry is None
+
+
+def test_the_lab_proof_runs_after_the_lab_pods_with_the_profile() -> None:
+    engine, outputs = run_program(LAB)
+    (proof,) = [r for r in engine.registrations if r.name == "lab-proof"]
+    assert (proof.inputs["gpu_count"], proof.inputs["shared_memory_mib"]) == (8, 20480)
+    assert engine.waits_for(proof, engine.one("kai-gpu-fractions:lab:LabPods", "lab-pods"))
+    assert outputs["proofReport"] == "mocked"
+    off, outputs = run_program({**LAB, "lab": {"prove": False}})
+    assert [r for r in off.registrations if r.name == "lab-proof"] == [] and "proof" not in outputs
