@@ -54,10 +54,10 @@ class ForkImages(pulumi.ComponentResource):
     """Builds and pushes one fork's images (mode `build`), then reads each image's digest from the
     registry (modes `build` and `verify`); `prebuilt` trusts images mirrored out of band.
 
-    Rebuilds happen only when the pin, registry, tag or platform change.
+    Rebuilds happen only when the pin, registry, tag or platform change. Depending on this
+    component means waiting until every image is pushed and found in the registry.
     """
 
-    tag: pulumi.Output[str]
     digests: pulumi.Output[dict[str, str]]
 
     def __init__(self, name: str, args: ForkImagesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -68,11 +68,13 @@ class ForkImages(pulumi.ComponentResource):
         if args.mode == "prebuilt":
             self.digests = pulumi.Output.from_input({})
         else:
-            self.digests = self._verify(name, args, pushed)
-        # The tag is handed on only once every image is proven present, so releases that use
-        # it are ordered after the push by data, not by hand.
-        self.tag = pulumi.Output.all(pushed, self.digests).apply(lambda _: args.tag)
-        self.register_outputs({"tag": self.tag, "digests": self.digests})
+            # Recording the digests as a resource makes "depends on this component" include the
+            # registry check, not only the build: invokes are not resources and carry no edge.
+            verified = pulumi.Stash(
+                f"{name}-verified", input=self._verify(name, args, pushed), opts=pulumi.ResourceOptions(parent=self)
+            )
+            self.digests = verified.output
+        self.register_outputs({"digests": self.digests})
 
     def _build(self, name: str, args: ForkImagesArgs) -> pulumi.Output[str]:
         if args.checkout_path is None:

@@ -32,9 +32,9 @@ from components.smoke_pods import SmokePods
 
 @dataclass(frozen=True)
 class ForkOutputs:
-    tag: pulumi.Output[str]
     digests: pulumi.Output[dict[str, str]]
     chart: pulumi.Output[str] | None
+    images: pulumi.Resource | None
 
 
 def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -> pulumi.ResourceOptions:
@@ -106,24 +106,30 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         "kai-scheduler",
         config.kai,
         values=kai_fork_values(
-            config.kai, f"{registry.server}/{KAI_SCHEDULER.image_path}", kai_fork.tag, pull_secret_name
+            config.kai, f"{registry.server}/{KAI_SCHEDULER.image_path}", config.forks.image_tag, pull_secret_name
         ),
         source=config.kai_chart,
         local_chart=kai_fork.chart,
         pull_secret=pull_secret,
-        # KAI reads what the GPU Operator sets up (RuntimeClass, GPU labels) from the cluster, not from outputs.
-        opts=after(in_cluster, operator),
+        # KAI reads what the GPU Operator sets up (RuntimeClass, GPU labels) from the cluster, not from
+        # outputs. The tag is known up front (so previews and policies see it), so the wait for the
+        # pushed and verified images is an explicit edge too.
+        opts=after(in_cluster, operator, kai_fork.images),
     )
     agents = GpuFractioning(
         "gpu-fractioning",
         config.gpu_fractioning,
         values=gpu_fractioning_values(
-            config.gpu_fractioning, registry.server, agents_fork.tag, config.nodes.gpus_per_node, pull_secret_name
+            config.gpu_fractioning,
+            registry.server,
+            config.forks.image_tag,
+            config.nodes.gpus_per_node,
+            pull_secret_name,
         ),
         local_chart=agents_fork.chart,
         pull_secret=pull_secret,
         # The node agents serve KAI's annotations, and KAI's operator waits for their config.
-        opts=after(in_cluster, kai),
+        opts=after(in_cluster, kai, agents_fork.images),
     )
     outputs: dict[str, Any] = {
         "imageTag": config.forks.image_tag,
@@ -186,7 +192,7 @@ def fork_outputs(
         checkout = ForkCheckout(f"{recipe.key}-source", recipe, pin, config.forks.workdir)
     chart = checkout.chart_path if checkout else None
     if mode == "prebuilt":
-        return ForkOutputs(pulumi.Output.from_input(config.forks.image_tag), pulumi.Output.from_input({}), chart)
+        return ForkOutputs(pulumi.Output.from_input({}), chart, None)
     from components.fork_images import ForkImages, ForkImagesArgs
 
     images = ForkImages(
@@ -202,7 +208,7 @@ def fork_outputs(
             checkout_path=checkout.path if checkout else None,
         ),
     )
-    return ForkOutputs(images.tag, images.digests, chart)
+    return ForkOutputs(images.digests, chart, images)
 
 
 def deploy_lab(config: StackConfig) -> dict[str, Any]:

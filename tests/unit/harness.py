@@ -50,6 +50,8 @@ class Engine(mocks.Mocks):
         state = dict(args.inputs)
         if args.typ == RELEASE:
             state["status"] = {"status": "deployed", "name": args.inputs.get("name")}
+        if args.typ == "pulumi:index:Stash":
+            state["output"] = args.inputs["input"]
         if args.typ.startswith(DYNAMIC):
             state |= {"results": [{"check": "mocked", "passed": True, "detail": ""}], "report": "mocked"}
         if args.typ == COMMAND:

@@ -119,6 +119,9 @@ def test_the_graph_follows_the_guides_order() -> None:
     kai_images = engine.one("kai-gpu-fractions:forks:ForkImages", "kai-scheduler-images")
     agent_images = engine.one("kai-gpu-fractions:forks:ForkImages", "kai-gpu-fractioning-images")
     assert engine.waits_for(kai, kai_images), "KAI must install only after its images are pushed and verified"
+    verified = engine.one("pulumi:index:Stash", "kai-scheduler-images-verified")
+    assert engine.waits_for(kai, verified), "waiting for the images includes the registry check"
+    assert engine.waits_for(verified, engine.one(COMMAND, "kai-scheduler-images-build")), "verify after build"
     assert engine.waits_for(agents, agent_images), "the node agents install only after their images exist"
     assert engine.waits_for(kai, operator), "KAI comes after the GPU Operator"
     assert engine.waits_for(agents, kai), "gpu-fractioning comes after KAI"
