@@ -40,8 +40,9 @@ ensure_venv "$state/engine-venv" "$state/engine-requirements.txt" policy/require
 step "Lint and type checks"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/mypy components tests benchmarks __main__.py
+.venv/bin/mypy components tests benchmarks tools __main__.py
 (cd policy && ../.venv/bin/mypy gpu_policies __main__.py)
+tools/lint-workflows.sh
 
 step "Pulumi toolchain"
 scripts/toolchain.sh >&2

@@ -27,7 +27,8 @@ from tools.preview_summary.values import SECRET_SIGNATURE, SIGNATURE_KEY, UNKNOW
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "previews"
 OLD_TAG = "smshare-44d1d0a-af0544e"
-NEW_TAG = re.compile(r"smshare-[0-9a-f]{7}-af0544e")
+# Any other pairing of two short SHAs: a real recording may bump either fork's pin.
+NEW_TAG = re.compile(r"smshare-(?!44d1d0a-af0544e)[0-9a-f]{7}-[0-9a-f]{7}")
 ROOT = "urn:pulumi:a100::kai-gpu-fractions::pulumi:pulumi:Stack::kai-gpu-fractions-a100"
 KAI = "urn:pulumi:a100::kai-gpu-fractions::kai-gpu-fractions:kai:KaiScheduler::kai-scheduler"
 KAI_RELEASE = (
