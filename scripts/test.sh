@@ -42,6 +42,10 @@ step "Lint and type checks"
 .venv/bin/ruff format --check .
 .venv/bin/mypy components tests benchmarks tools __main__.py
 (cd policy && ../.venv/bin/mypy gpu_policies __main__.py)
+# actionlint checks workflow `run:` scripts with shellcheck when it is on PATH.
+if ! command -v shellcheck >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
+	(apt-get update -qq && apt-get install -y -qq shellcheck) >/dev/null
+fi
 tools/lint-workflows.sh
 
 step "Pulumi toolchain"
