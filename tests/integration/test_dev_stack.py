@@ -30,6 +30,8 @@ def dev_config() -> dict[str, Any]:
             "gpuNodes": [NODE],
             "nvmlMock": {"buildImage": False, "chart": {"chart": "charts/nvml-mock"}},
             "isolator": {"chart": {"chart": "charts/kai-resource-isolator"}},
+            # The stand-ins run no KAI, isolator webhook or reservation pods to prove anything with.
+            "prove": False,
         },
     }
 

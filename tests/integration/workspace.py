@@ -123,8 +123,8 @@ def kill_group(process: subprocess.Popen[str]) -> None:
     process.wait(timeout=30)
 
 
-def kubectl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    completed = subprocess.run(["kubectl", *args], capture_output=True, text=True, timeout=120)
+def kubectl(*args: str, check: bool = True, input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+    completed = subprocess.run(["kubectl", *args], input=input_text, capture_output=True, text=True, timeout=120)
     if check and completed.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed: {completed.stderr}")
     return completed

@@ -1,0 +1,87 @@
+"""Preflight under the real engine: an unprepared cluster fails `pulumi preview` before any change."""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.workspace import REPO, Workspace, kubectl
+
+pytestmark = pytest.mark.integration
+
+NODE_FIXTURE = REPO / "tests" / "fixtures" / "nodes" / "gpu-node.yaml"
+
+
+def fork_stack_without_operator() -> dict[str, Any]:
+    """The a100 stack on a cluster whose GPU Operator someone else installed: nothing it would
+    set up (labels, RuntimeClass) may be taken for granted."""
+    return {
+        "cluster": {"kubeconfig": os.environ["KUBECONFIG"]},
+        "registry": {"server": "registry.example.com/team/kai-fork"},
+        "forks": {"images": "prebuilt"},
+        "gpuOperator": {"enabled": False},
+        "kai": {"chart": {"chart": "charts/kai-scheduler"}},
+        "gpuFractioning": {"chart": {"chart": "charts/gpu-fractioning"}},
+        "smokeTest": {"prove": False},
+    }
+
+
+def variant(name: str, *, drop_label: str | None = None, containerd: str | None = None) -> dict[str, Any]:
+    node = yaml.safe_load(NODE_FIXTURE.read_text())
+    node = copy.deepcopy(node)
+    node["metadata"]["name"] = name
+    node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    if drop_label:
+        del node["metadata"]["labels"][drop_label]
+    if containerd:
+        node["status"]["nodeInfo"]["containerRuntimeVersion"] = containerd
+    return node
+
+
+@pytest.fixture
+def unprepared_nodes(tmp_path: Path) -> Iterator[None]:
+    manifest = tmp_path / "nodes.yaml"
+    nodes = [
+        variant("gpu-node-no-memory-label", drop_label="nvidia.com/gpu.memory"),
+        variant("gpu-node-containerd-17", containerd="containerd://1.7.22"),
+    ]
+    manifest.write_text(yaml.safe_dump_all(nodes))
+    kubectl("apply", "-f", str(manifest))
+    yield
+    kubectl("delete", "-f", str(manifest), "--wait=false")
+
+
+def test_preview_fails_naming_each_unprepared_row(tmp_path: Path, unprepared_nodes: None) -> None:
+    kubectl("delete", "runtimeclass", "nvidia", "--ignore-not-found")
+    workspace = Workspace.create(tmp_path)
+    workspace.new_stack("unprepared", fork_stack_without_operator())
+    result = workspace.pulumi("preview", stack="unprepared", check=False)
+    assert result.returncode != 0, "an unprepared cluster must stop the preview"
+    output = result.output
+    assert "Preflight failed; nothing was changed." in output
+    assert "gpu-node-no-memory-label" in output and "nvidia.com/gpu.memory" in output
+    assert "gpu-node-containerd-17" in output and "1.7.22" in output
+    assert "runtime-class" in output
+    assert "Traceback" not in output, "a user's cluster problem is reported, not a stack trace"
+
+
+def test_preview_passes_on_a_prepared_cluster(tmp_path: Path) -> None:
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input_text="apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n",
+    )
+    try:
+        workspace = Workspace.create(tmp_path)
+        workspace.new_stack("prepared", fork_stack_without_operator())
+        result = workspace.pulumi("preview", stack="prepared")
+        assert "not checked" in result.output, "host rows without node access are reported, never silently passed"
+    finally:
+        kubectl("delete", "runtimeclass", "nvidia", "--ignore-not-found")
