@@ -46,7 +46,8 @@ def preview_overhead(rounds: int) -> tuple[float, float] | None:
         workspace = Workspace.create(Path(base))
         workspace.new_stack("bench", dev_config())
         workspace.pulumi("preview", stack="bench")  # warm the plugin and chart caches
-        plain, with_pack = [], []
+        plain: list[float] = []
+        with_pack: list[float] = []
         for _ in range(rounds):
             for timings, extra in ((plain, ()), (with_pack, ("--policy-pack", str(REPO / "policy")))):
                 start = time.perf_counter()
