@@ -300,34 +300,17 @@ def decide_sm_share(query: DeviceQuery, sm_count: int, fraction: float) -> Proof
 
 
 def device_query_pod_manifest(namespace: str, queue: str, fraction: float, image: str = DEVICE_QUERY_IMAGE) -> dict:
-    """The guide's half-GPU deviceQuery pod that tries to override its own share to 100 %."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": DEVICE_QUERY_POD,
-            "namespace": namespace,
-            "labels": {"kai.scheduler/queue": queue, "app": "nvfractions-smoke"},
-            "annotations": {
-                "gpu-fraction": f"{fraction:g}",
-                "nvidia.com/container.main.gpu-compute.mode": "sm-sharing",
-            },
-        },
-        "spec": {
-            "schedulerName": "kai-scheduler",
-            "runtimeClassName": "nvidia",
-            "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
-            "containers": [
-                {
-                    "name": "main",
-                    "image": image,
-                    "env": [{"name": "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "value": "100"}],
-                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-                }
-            ],
-        },
-    }
+    """The guide's half-GPU deviceQuery pod: a smoke pod that tries to override its own share to 100 %."""
+    from components.config import SmokeTest
+    from components.smoke_pods import smoke_pod_manifest
+
+    pod = smoke_pod_manifest(
+        DEVICE_QUERY_POD, SmokeTest(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)
+    )
+    (container,) = pod["spec"]["containers"]
+    del container["command"]  # the image's entrypoint runs deviceQuery
+    container["env"] = [{"name": "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "value": "100"}]
+    return {"apiVersion": "v1", "kind": "Pod", **pod}
 
 
 # ---------------------------------------------------------------- the lab

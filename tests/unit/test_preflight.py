@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import yaml
@@ -38,6 +38,7 @@ from components.cluster_facts import (
 from components.config import parse_config
 from components.gpu_fractioning import mpsd_memory_limit
 from components.preflight import (
+    CheckId,
     Expectations,
     Finding,
     PreflightConfig,
@@ -67,19 +68,7 @@ LAB = Expectations(
     mpsd_memory_limit_mib=0,
 )
 DEFAULTS = PreflightConfig()
-FORK_ROWS = {
-    "cluster-admin",
-    "gpu-operator-version",
-    "runtime-class",
-    "gpu-present-label",
-    "gpu-memory-label",
-    "container-runtime",
-    "nri-socket",
-    "driver-version",
-    "mps-namespace",
-    "fabricmanager",
-    "mpsd-memory",
-}
+FORK_ROWS = set(get_args(CheckId)) - {"allocatable-gpus"}
 
 
 def fixture_node() -> dict[str, Any]:
