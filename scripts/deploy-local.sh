@@ -23,6 +23,7 @@ if [[ "$(cat "$venv/.requirements" 2>/dev/null)" != "$stamp" ]]; then
 	echo "$stamp" >"$venv/.requirements"
 fi
 
+ln -sfn "$venv" "$repo/policy/venv"
 "$repo/scripts/toolchain.sh" >&2
 eval "$("$repo/scripts/toolchain.sh" env)"
 "$repo/scripts/control-plane.sh" build >&2
@@ -49,6 +50,7 @@ config:
     gpuNodes: [gpu-node-0]
     nvmlMock: {buildImage: false, chart: {chart: charts/nvml-mock}}
     isolator: {chart: {chart: charts/kai-resource-isolator}}
+    prove: false
 YAML
 
 export PULUMI_BACKEND_URL=file://$state/local/backend

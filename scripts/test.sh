@@ -36,6 +36,8 @@ ensure_venv .venv requirements-dev.txt requirements.txt policy/requirements.txt
 # cannot be built from the Go module proxy. The tested stacks use neither (no builds, no kind).
 grep -vE '^(pulumi-command|pulumi-docker)==' requirements.txt >"$state/engine-requirements.txt"
 ensure_venv "$state/engine-venv" "$state/engine-requirements.txt" policy/requirements.txt
+# policy/PulumiPolicy.yaml runs the pack in policy/venv; the engine's virtualenv has its requirements.
+ln -sfn "$state/engine-venv" policy/venv
 
 step "Lint and type checks"
 .venv/bin/ruff check .

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Builds the real Pulumi CLI, its Python language host and the kubernetes provider plugin from the
+# Go module proxy (GitHub and get.pulumi.com are unreachable here) and caches them outside the
+# repo, so the integration tests can run the Pulumi engine offline.
+#
+# Usage:
+#   scripts/toolchain.sh        build whatever is missing or stale, then print a summary
+#   scripts/toolchain.sh env    the same, logging only to stderr, then print the exports:
+#                               eval "$(scripts/toolchain.sh env)"
+#
+# Cache: ${KGF_CACHE:-~/.cache/kai-gpu-fractions}/toolchain/pulumi-v<pulumi>-k8s-<kubernetes>/
+#   bin/    pulumi, pulumi-language-python, pulumi-language-python-exec and
+#           pulumi-resource-pulumi-python (this directory goes on PATH)
+#   home/   PULUMI_HOME; the kubernetes provider is installed into home/plugins/
+#   build/  generated Go wrapper modules (rebuilt from scratch on every build)
+set -euo pipefail
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "toolchain.sh: $*"; exit 1; }
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+pin() {
+	sed -n "s/^$1==\([0-9][0-9.]*\).*/\1/p" "$repo/requirements.txt"
+}
+PULUMI_VERSION=$(pin pulumi)
+K8S_VERSION=$(pin pulumi-kubernetes)
+[[ -n $PULUMI_VERSION && -n $K8S_VERSION ]] ||
+	die "pulumi and pulumi-kubernetes must be pinned with == in $repo/requirements.txt"
+
+# The language host module has no tags and the proxy serves only this commit (2025-08-06,
+# between pulumi 3.187 and 3.188), not one from the 3.260 line.
+LANGUAGE_HOST_VERSION=v3.0.0-20250806165243-bee5e4fa4815
+# The language host does not compile against pkg/sdk 3.260, so it is built in its own module
+# against the first release after its commit.
+LANGUAGE_HOST_PULUMI_VERSION=3.188.0
+# pulumi-kubernetes has no provider/ tags. This commit (2026-01-15, the day before the v4.25.0
+# release) is the newest in the 4.25 line that the proxy serves; the binary is stamped 4.25.0.
+K8S_PROVIDER_VERSION=v4.0.0-20260115033456-f47bc2d6f199
+
+PKG=github.com/pulumi/pulumi/pkg/v3
+SDK=github.com/pulumi/pulumi/sdk/v3
+LANGUAGE_HOST=github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
+K8S_PROVIDER=github.com/pulumi/pulumi-kubernetes/provider/v4
+K8S_SDK=github.com/pulumi/pulumi-kubernetes/sdk/v4
+PULUMI_VERSION_VAR=$SDK/go/common/version.Version
+K8S_VERSION_VAR=$K8S_PROVIDER/pkg/version.Version
+# pkg/v3 and sdk/v3 replace this module in their go.mod; Go ignores replaces of dependencies.
+CLIPBOARD_REPLACE=github.com/atotto/clipboard=github.com/tgummerer/clipboard@v0.0.0-20241001131231-d02d263e614e
+
+cache=${KGF_CACHE:-$HOME/.cache/kai-gpu-fractions}/toolchain/pulumi-v$PULUMI_VERSION-k8s-$K8S_VERSION
+bin=$cache/bin
+build=$cache/build
+export PULUMI_HOME=$cache/home
+export PULUMI_SKIP_UPDATE_CHECK=true
+export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+export CGO_ENABLED=0
+# The language host's checksum is not in sum.golang.org.
+export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python
+GO=$(command -v go || echo /usr/local/go/bin/go)
+
+go() {
+	[[ -x $GO ]] || die "Go not found (looked on PATH and at $GO)"
+	"$GO" "$@"
+}
+
+# Succeeds when the Go binary $1 was built from every given module@version. -trimpath keeps
+# -ldflags out of the build info, so the version stamps are checked through these module versions,
+# which are derived from the same pins.
+go_built_from() {
+	local binary=$1 info dep
+	shift
+	[[ -x $binary ]] || return 1
+	info=$(go version -m "$binary" 2>/dev/null) || return 1
+	for dep; do
+		awk -v m="${dep%@*}" -v v="${dep##*@}" '($1 == "mod" || $1 == "dep") && $2 == m && $3 == v { found = 1 }
+			END { exit !found }' <<<"$info" || return 1
+	done
+}
+
+# Creates a fresh wrapper module in $1 that requires the given module@version arguments.
+new_module() {
+	local dir=$1
+	shift
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	(cd "$dir" && go mod init "kai-gpu-fractions/toolchain/${dir##*/}" &&
+		go mod edit -replace="$CLIPBOARD_REPLACE" "${@/#/-require=}")
+}
+
+timed() {
+	local what=$1 start=$SECONDS
+	shift
+	log "building $what ..."
+	"$@" >&2
+	log "built $what in $((SECONDS - start))s"
+}
+
+pulumi_dir=$bin
+pulumi_source=built
+
+# A pulumi of exactly the pinned version already on PATH, with a Python host beside it, wins.
+use_pulumi_on_path() {
+	local found dir
+	found=$(command -v pulumi) || return 1
+	dir=$(dirname "$(readlink -f "$found")")
+	[[ $dir != "$bin" ]] || return 1
+	[[ -x $dir/pulumi-language-python && -x $dir/pulumi-language-python-exec ]] || return 1
+	[[ $("$found" version 2>/dev/null) == "v$PULUMI_VERSION" ]] || return 1
+	pulumi_dir=$dir
+	pulumi_source="from PATH"
+}
+
+build_cli() (
+	new_module "$build/pulumi" "$PKG@v$PULUMI_VERSION" "$SDK@v$PULUMI_VERSION"
+	cd "$build/pulumi"
+	go mod edit -tool="$PKG/cmd/pulumi"
+	go mod tidy
+	mkdir -p "$bin"
+	go build -trimpath -ldflags "-X $PULUMI_VERSION_VAR=v$PULUMI_VERSION" -o "$bin/" "$PKG/cmd/pulumi"
+	local sdk
+	sdk=$(go list -m -f '{{.Dir}}' "$SDK")
+	# The language host runs programs through the -exec shim next to it; these two are not Go.
+	install -m 0755 "$sdk/python/cmd/pulumi-language-python-exec" \
+		"$sdk/python/dist/pulumi-resource-pulumi-python" "$bin/"
+)
+
+build_language_host() (
+	new_module "$build/language-python" "$LANGUAGE_HOST@$LANGUAGE_HOST_VERSION" \
+		"$PKG@v$LANGUAGE_HOST_PULUMI_VERSION" "$SDK@v$LANGUAGE_HOST_PULUMI_VERSION"
+	cd "$build/language-python"
+	go mod edit -tool="$LANGUAGE_HOST"
+	go mod tidy
+	mkdir -p "$bin"
+	go build -trimpath -ldflags "-X $PULUMI_VERSION_VAR=v$LANGUAGE_HOST_PULUMI_VERSION" -o "$bin/" \
+		"$LANGUAGE_HOST"
+)
+
+# The provider's own main embeds files that `go generate` writes and the module zip lacks, so a
+# project-owned main (scripts/toolchain/kubernetes) embeds copies of their committed inputs.
+build_kubernetes() (
+	# The provider's go.mod replaces sdk/v4 with ../sdk (ignored here); pin the matching release.
+	new_module "$build/kubernetes" "$K8S_PROVIDER@$K8S_PROVIDER_VERSION" "$K8S_SDK@v$K8S_VERSION"
+	cd "$build/kubernetes"
+	cp "$repo/scripts/toolchain/kubernetes/main.go" .
+	go mod tidy
+	local src
+	src=$(go list -m -f '{{.Dir}}' "$K8S_PROVIDER")/cmd/pulumi-resource-kubernetes
+	# Upstream's generate.go stamps the release version into the embedded schema.
+	python3 -c 'import json, sys
+schema = json.load(open(sys.argv[1]))
+schema["version"] = sys.argv[2]
+json.dump(schema, sys.stdout, separators=(",", ":"))' "$src/schema.json" "$K8S_VERSION" >schema.json
+	install -m 0644 "$src/terraform-mapping.json" .
+	go build -trimpath -ldflags "-X $K8S_VERSION_VAR=$K8S_VERSION" -o pulumi-resource-kubernetes .
+)
+
+# Installed into PULUMI_HOME rather than put on PATH: the engine warns about every non-bundled
+# plugin it takes from PATH.
+install_kubernetes() {
+	"$pulumi_dir/pulumi" plugin install resource kubernetes "$K8S_VERSION" --reinstall \
+		--file "$build/kubernetes/pulumi-resource-kubernetes"
+}
+
+ensure() {
+	# Concurrent callers (e.g. parallel test workers) must not build into the same directories.
+	mkdir -p "$cache"
+	exec 9>"$cache/.lock"
+	flock 9
+
+	local k8s_plugin=$PULUMI_HOME/plugins/resource-kubernetes-v$K8S_VERSION/pulumi-resource-kubernetes
+
+	if ! use_pulumi_on_path; then
+		if [[ $("$bin/pulumi" version 2>/dev/null) == "v$PULUMI_VERSION" &&
+			-x $bin/pulumi-language-python-exec && -x $bin/pulumi-resource-pulumi-python ]]; then
+			pulumi_source=cached
+		else
+			timed "pulumi v$PULUMI_VERSION" build_cli
+		fi
+		if ! go_built_from "$bin/pulumi-language-python" "$LANGUAGE_HOST@$LANGUAGE_HOST_VERSION" \
+			"$SDK@v$LANGUAGE_HOST_PULUMI_VERSION"; then
+			timed "pulumi-language-python $LANGUAGE_HOST_VERSION" build_language_host
+		fi
+	fi
+
+	local k8s_modules=("$K8S_PROVIDER@$K8S_PROVIDER_VERSION" "$K8S_SDK@v$K8S_VERSION")
+	if ! go_built_from "$k8s_plugin" "${k8s_modules[@]}"; then
+		if ! go_built_from "$build/kubernetes/pulumi-resource-kubernetes" "${k8s_modules[@]}"; then
+			timed "pulumi-resource-kubernetes $K8S_VERSION" build_kubernetes
+		fi
+		install_kubernetes >&2
+	fi
+}
+
+summary() {
+	local host="$LANGUAGE_HOST_VERSION (built against pulumi $LANGUAGE_HOST_PULUMI_VERSION)"
+	[[ $pulumi_source == built || $pulumi_source == cached ]] || host="beside pulumi in $pulumi_dir"
+	cat <<EOF
+Pulumi toolchain in $cache
+  pulumi                      $("$pulumi_dir/pulumi" version) ($pulumi_source, $pulumi_dir)
+  pulumi-language-python      $host
+  pulumi-resource-kubernetes  $K8S_VERSION ($K8S_PROVIDER_VERSION, installed in PULUMI_HOME=$PULUMI_HOME)
+  pulumi-resource-command and pulumi-resource-docker: not built; the Go module proxy serves neither github.com/pulumi/pulumi-command/provider nor github.com/pulumi/pulumi-docker/provider/v4
+Use it with: eval "\$(scripts/toolchain.sh env)"
+EOF
+}
+
+print_env() {
+	# shellcheck disable=SC2016 # $PATH is expanded by the caller's shell.
+	printf 'export PATH=%q:"$PATH"\n' "$pulumi_dir"
+	printf 'export PULUMI_HOME=%q\n' "$PULUMI_HOME"
+	printf 'export PULUMI_SKIP_UPDATE_CHECK=true\n'
+	printf 'export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true\n'
+}
+
+case ${1:-} in
+"")
+	ensure
+	summary
+	;;
+env)
+	ensure
+	print_env
+	;;
+*) die "usage: $0 [env]" ;;
+esac
