@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# Local Kubernetes control plane for the integration tests, all on 127.0.0.1:
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
+# their Go modules, and kwok turning the Node objects in tests/fixtures/nodes/
+# into fake GPU nodes whose pods go Running.
+#
+# Usage: scripts/control-plane.sh build | up | down [--purge] | env | status
+#   build          build the binaries once into the version-keyed cache
+#   up             build if needed, start everything, apply the fake nodes
+#   down [--purge] stop everything; --purge also deletes the state dir
+#   env            print exports for eval: KUBECONFIG and PATH (incl. kubectl)
+#   status         print what runs
+# Environment: KGF_CACHE (default ~/.cache/kai-gpu-fractions),
+#   KGF_STATE_DIR (default <repo>/.state/control-plane),
+#   KGF_ETCD_PORT (12379, and the next port for etcd peers), KGF_APISERVER_PORT (16443).
+set -euo pipefail
+
+K8S_VERSION=v1.37.2
+ETCD_VERSION=v3.6.16
+KWOK_VERSION=v0.8.0
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${KGF_CACHE:-$HOME/.cache/kai-gpu-fractions}/control-plane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
+BIN=$CACHE/bin
+STATE=${KGF_STATE_DIR:-$REPO/.state/control-plane}
+KUBECONFIG_FILE=$STATE/kubeconfig
+NODES_DIR=$REPO/tests/fixtures/nodes
+ETCD_PORT=${KGF_ETCD_PORT:-12379}
+APISERVER_PORT=${KGF_APISERVER_PORT:-16443}
+SERVICE_CIDR=10.96.0.0/16
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+
+log() { printf '[control-plane] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# quiet COMMAND...: show COMMAND's output only if it fails (go get lists every
+# module it adds, openssl draws progress dots).
+quiet() {
+  local out
+  out=$("$@" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
+}
+
+# ---------------------------------------------------------------- build
+
+# has_version BINARY TEXT ARGS...: BINARY exists and its ARGS output contains TEXT.
+has_version() {
+  local bin=$BIN/$1 text=$2
+  shift 2
+  [[ -x $bin && $("$bin" "$@" 2>/dev/null) == *"$text"* ]]
+}
+
+build_kubernetes() {
+  local start=$SECONDS cmds=() c
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    has_version "$c" "Kubernetes $K8S_VERSION" --version || cmds+=("k8s.io/kubernetes/cmd/$c")
+  done
+  has_version kubectl "Client Version: $K8S_VERSION" version --client || cmds+=(k8s.io/kubernetes/cmd/kubectl)
+  if ((${#cmds[@]} == 0)); then
+    log "kubernetes $K8S_VERSION: up to date"
+    return
+  fi
+
+  local mod=$CACHE/src/kubernetes staging_version=v0.${K8S_VERSION#v1.} upstream_gomod replaces
+  rm -rf "$mod" && mkdir -p "$mod" && cd "$mod"
+  quiet go mod init kgf.local/control-plane/kubernetes
+  # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them
+  # with ./staging/src/..., which only exists in its git tree. Point each one at
+  # its published release instead; the list comes from upstream's own go.mod.
+  upstream_gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
+  replaces=$(awk -v v="$staging_version" '$2 == "=>" && $3 ~ /^\.\/staging\// { print "-replace=" $1 "=" $1 "@" v }' "$upstream_gomod")
+  [[ -n $replaces ]] || die "no staging modules found in $upstream_gomod"
+  # shellcheck disable=SC2086 # one -replace flag per word
+  go mod edit $replaces
+  quiet go get k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}@"$K8S_VERSION"
+
+  # Unstamped binaries report v0.0.0, which pulumi-kubernetes rejects
+  # ("minimum supported cluster version is v1.13"). Keys: hack/lib/version.sh.
+  local minor=${K8S_VERSION#v1.} ldflags="-s -w" pkg
+  minor=${minor%%.*}
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  done
+  # One invocation, so the packages the commands share are compiled once.
+  go build -trimpath -ldflags "$ldflags" -o "$BIN/" "${cmds[@]}"
+  log "kubernetes $K8S_VERSION: built ${cmds[*]##*/} in $((SECONDS - start))s"
+}
+
+build_etcd() {
+  if has_version etcd "etcd Version: ${ETCD_VERSION#v}" --version; then
+    log "etcd $ETCD_VERSION: up to date"
+    return
+  fi
+  local start=$SECONDS mod=$CACHE/src/etcd
+  rm -rf "$mod" && mkdir -p "$mod" && cd "$mod"
+  quiet go mod init kgf.local/control-plane/etcd
+  # server/v3's go.mod replaces its sibling modules with ../ paths, so
+  # `go install ...@version` is refused; require them at the same release.
+  quiet go get go.etcd.io/etcd/{server/v3,api/v3,client/pkg/v3,client/v3,pkg/v3}@"$ETCD_VERSION"
+  go build -trimpath -ldflags="-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
+  log "etcd $ETCD_VERSION: built in $((SECONDS - start))s"
+}
+
+build_kwok() {
+  if has_version kwok "$KWOK_VERSION" --version && [[ -d $CACHE/kwok-stages ]]; then
+    log "kwok $KWOK_VERSION: up to date"
+    return
+  fi
+  local start=$SECONDS dir
+  GOBIN=$BIN go install -trimpath -ldflags="-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  # Standalone kwok has no stages unless given a config; kwok-stages/fast is
+  # upstream's default set (nodes go Ready, bound pods Running, deleted pods go).
+  dir=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  rm -rf "$CACHE/kwok-stages"
+  cp -r "$dir/kustomize/stage" "$CACHE/kwok-stages"
+  chmod -R u+w "$CACHE/kwok-stages"
+  log "kwok $KWOK_VERSION: built in $((SECONDS - start))s"
+}
+
+cmd_build() {
+  command -v go >/dev/null || die "go is required (Go >= 1.26)"
+  mkdir -p "$BIN"
+  export CGO_ENABLED=0
+  # Subshells, because the build functions cd into their wrapper modules.
+  (build_kubernetes)
+  (build_etcd)
+  (build_kwok)
+}
+
+# ---------------------------------------------------------------- processes
+
+# pid_of NAME: print the pid of our running NAME, or fail. The pid file alone is
+# not enough: after a reboot or a crash the pid may belong to something else.
+pid_of() {
+  local pidfile=$STATE/run/$1.pid pid argv0
+  [[ -f $pidfile ]] || return 1
+  pid=$(<"$pidfile")
+  argv0=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | head -n1) || return 1
+  [[ ${argv0##*/} == "$1" ]] || return 1
+  echo "$pid"
+}
+
+# start NAME ARGS...: start $BIN/NAME in its own session (so a Ctrl-C in the
+# calling terminal does not reach it), logging to $STATE/logs/NAME.log.
+start() {
+  local name=$1
+  shift
+  pid_of "$name" >/dev/null && return
+  setsid "$BIN/$name" "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$STATE/run/$name.pid"
+}
+
+stop() {
+  local name=$1 pid
+  if pid=$(pid_of "$name"); then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in {1..100}; do
+      pid_of "$name" >/dev/null || break
+      sleep 0.1
+    done
+    if pid_of "$name" >/dev/null; then
+      log "$name did not stop within 10s; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -f "$STATE/run/$name.pid"
+}
+
+# Fail fast, with its log, when a component we started has died.
+check_alive() {
+  local name
+  for name in "${COMPONENTS[@]}"; do
+    if [[ -f $STATE/run/$name.pid ]] && ! pid_of "$name" >/dev/null; then
+      tail -n 30 "$STATE/logs/$name.log" >&2 || true
+      die "$name exited; log: $STATE/logs/$name.log"
+    fi
+  done
+}
+
+# wait_for WHAT SECONDS COMMAND...: retry COMMAND until it succeeds.
+wait_for() {
+  local what=$1 deadline=$((SECONDS + $2))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    check_alive
+    ((SECONDS < deadline)) || die "timed out after $2s waiting for $what"
+    sleep 0.5
+  done
+}
+
+kubectl() { "$BIN/kubectl" --kubeconfig="$KUBECONFIG_FILE" "$@"; }
+
+# ---------------------------------------------------------------- up
+
+make_pki() {
+  local pki=$STATE/pki
+  [[ -f $pki/admin.crt ]] && return
+  command -v openssl >/dev/null || die "openssl is required (apt-get install openssl)"
+  mkdir -p "$pki"
+  (
+    cd "$pki"
+    quiet openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=kgf-control-plane-ca \
+      -keyout ca.key -out ca.crt
+    # leaf NAME SUBJECT EXTENSION...: a key and certificate signed by the CA.
+    leaf() {
+      local name=$1 subject=$2 ext=() e
+      shift 2
+      for e in basicConstraints=CA:FALSE "$@"; do ext+=(-addext "$e"); done
+      quiet openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "$subject" \
+        -CA ca.crt -CAkey ca.key "${ext[@]}" -keyout "$name.key" -out "$name.crt"
+    }
+    leaf apiserver /CN=kube-apiserver extendedKeyUsage=serverAuth \
+      "subjectAltName=IP:127.0.0.1,IP:${SERVICE_CIDR%.0/*}.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+    # system:masters is cluster-admin; every component and the tests use it.
+    leaf admin "/O=system:masters/CN=kgf-admin" extendedKeyUsage=clientAuth
+    quiet openssl genrsa -out sa.key 2048
+    quiet openssl rsa -in sa.key -pubout -out sa.pub
+  )
+}
+
+write_kubeconfig() {
+  local pki=$STATE/pki
+  cat >"$KUBECONFIG_FILE" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kgf
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
+users:
+- name: kgf-admin
+  user:
+    client-certificate-data: $(base64 -w0 "$pki/admin.crt")
+    client-key-data: $(base64 -w0 "$pki/admin.key")
+contexts:
+- name: kgf
+  context: {cluster: kgf, user: kgf-admin}
+current-context: kgf
+EOF
+  chmod 600 "$KUBECONFIG_FILE"
+}
+
+all_running() {
+  local name
+  for name in "${COMPONENTS[@]}"; do pid_of "$name" >/dev/null || return 1; done
+}
+
+cmd_up() {
+  if all_running; then
+    log "already up; KUBECONFIG=$KUBECONFIG_FILE"
+    return
+  fi
+  cmd_build
+  local start=$SECONDS pki=$STATE/pki
+  mkdir -p "$STATE"/{run,logs,kwok,etcd}
+  chmod 700 "$STATE/etcd" # etcd warns about anything wider
+  make_pki
+  write_kubeconfig
+
+  # --unsafe-no-fsync: throwaway test data, where fsync only costs time.
+  start etcd --name=kgf --data-dir="$STATE/etcd" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls="http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --initial-cluster="kgf=http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --listen-metrics-urls="" --unsafe-no-fsync
+
+  # kube-apiserver refuses a loopback advertise address unless the endpoint
+  # reconciler of the `kubernetes` Service is off; nothing here dials it.
+  start kube-apiserver --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" --advertise-address=127.0.0.1 \
+    --endpoint-reconciler-type=none \
+    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+    --client-ca-file="$pki/ca.crt" --authorization-mode=RBAC --allow-privileged=true \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --service-account-issuer=https://kubernetes.default.svc \
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key"
+  wait_for "kube-apiserver /readyz" 120 kubectl get --raw=/readyz
+
+  # No secure port: their health endpoints are not needed, and the default
+  # would self-sign into /var/run/kubernetes and bind fixed ports.
+  start kube-controller-manager --kubeconfig="$KUBECONFIG_FILE" --secure-port=0 --leader-elect=false \
+    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt"
+  # A second profile named kai-scheduler stands in for KAI's scheduler, which does not run here:
+  # pods addressed to it get bound (respecting nvidia.com/gpu), so kwok can run them. It proves
+  # nothing about KAI's own decisions.
+  cat >"$STATE/scheduler.yaml" <<YAML
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: "$KUBECONFIG_FILE"}
+leaderElection: {leaderElect: false}
+profiles:
+  - schedulerName: default-scheduler
+  - schedulerName: kai-scheduler
+YAML
+  start kube-scheduler --config="$STATE/scheduler.yaml" --secure-port=0
+  # Each kwok process holds node leases under a new identity, and would leave
+  # the nodes alone until the leases of the previous one expire (40s).
+  pid_of kwok >/dev/null || kubectl delete leases --all --namespace=kube-node-lease >&2
+  # KWOK_WORKDIR keeps kwok from also loading ~/.kwok/kwok.yaml.
+  KWOK_WORKDIR=$STATE/kwok start kwok --kubeconfig="$KUBECONFIG_FILE" --config="$CACHE/kwok-stages/fast" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --cidr=10.244.0.0/16 --node-lease-duration-seconds=40
+  wait_for "the default ServiceAccount" 120 kubectl get serviceaccount default --namespace=default
+
+  kubectl apply -f "$NODES_DIR" >&2
+  wait_for "the fake nodes to be Ready" 60 kubectl wait --for=condition=Ready --timeout=1s -f "$NODES_DIR"
+  log "up in $((SECONDS - start))s; KUBECONFIG=$KUBECONFIG_FILE"
+}
+
+# ---------------------------------------------------------------- other commands
+
+cmd_down() {
+  [[ -z ${1:-} || $1 == --purge ]] || die "usage: $0 down [--purge]"
+  local i
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop "${COMPONENTS[i]}"; done
+  if [[ ${1:-} == --purge ]]; then
+    rm -rf "$STATE"
+    log "stopped and purged $STATE"
+  else
+    log "stopped"
+  fi
+}
+
+cmd_env() {
+  printf 'export KUBECONFIG=%q\n' "$KUBECONFIG_FILE"
+  printf "export PATH=%q:\$PATH\n" "$BIN"
+}
+
+cmd_status() {
+  local name pid rc=0
+  for name in "${COMPONENTS[@]}"; do
+    if pid=$(pid_of "$name"); then
+      printf '%-24s running (pid %s)\n' "$name" "$pid"
+    else
+      printf '%-24s stopped\n' "$name"
+      rc=1
+    fi
+  done
+  if pid_of kube-apiserver >/dev/null; then
+    printf 'KUBECONFIG=%s\n' "$KUBECONFIG_FILE"
+    kubectl get nodes || true
+  fi
+  return "$rc"
+}
+
+case ${1:-} in
+  build) cmd_build ;;
+  up) cmd_up ;;
+  down) cmd_down "${2:-}" ;;
+  env) cmd_env ;;
+  status) cmd_status ;;
+  *)
+    sed -n 's/^# \{0,1\}//; 7,15p' "${BASH_SOURCE[0]}" >&2
+    exit 2
+    ;;
+esac
