@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import time
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,15 @@ import pytest
 import yaml
 
 from tests.integration.conftest import StandInOperator, leftovers
-from tests.integration.workspace import REPO, Workspace, kill_group, kubectl, kubectl_json, wait_until
+from tests.integration.workspace import (
+    REPO,
+    Workspace,
+    engine_environment,
+    kill_group,
+    kubectl,
+    kubectl_json,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -96,9 +105,12 @@ def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
 
 def test_a_second_up_changes_nothing(a100: Workspace) -> None:
     result = a100.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes", "--json", stack="a100")
-    summary = json.loads(result.stdout)
-    changes = {op: n for op, n in summary.get("changeSummary", {}).items() if op != "same"}
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    (summary,) = [e["summaryEvent"] for e in events if "summaryEvent" in e]
+    changes = {op: n for op, n in summary["resourceChanges"].items() if op != "same"}
     assert changes == {}, f"a re-run must converge to no changes, got {changes}"
+    state = json.loads(a100.pulumi("stack", "export", stack="a100").stdout)
+    assert summary["resourceChanges"]["same"] == len(state["deployment"]["resources"]), "every resource was compared"
 
 
 def test_the_stack_passes_the_policy_pack(a100: Workspace) -> None:
@@ -125,21 +137,34 @@ def test_destroy_leaves_nothing_behind_and_no_stuck_finalizer(a100: Workspace) -
 def test_an_up_killed_mid_run_converges_on_the_next_run(tmp_path: Path) -> None:
     workspace = Workspace.create(tmp_path)
     workspace.new_stack("killed", a100_config(), secrets={"registryPassword": PASSWORD})
-    run = workspace.start("up", "--yes", "--skip-preview", stack="killed")
     try:
-        wait_until(
-            lambda: kubectl("-n", "kai-scheduler", "get", "deploy", "binder", check=False).returncode == 0,
+        run = workspace.start("up", "--yes", "--skip-preview", stack="killed")
+        try:
+            wait_until(
+                lambda: kubectl("-n", "kai-scheduler", "get", "deploy", "binder", check=False).returncode == 0,
+                timeout=600,
+                what="the KAI release to be mid-install",
+            )
+        finally:
+            kill_group(run)
+        # The documented recovery: release the killed run's lock, import what it left pending, re-run.
+        workspace.pulumi("cancel", "--yes", stack="killed")
+        recovered = subprocess.run(
+            [sys.executable, "-m", "tools.recover_interrupted", "--stack", "killed", "--cwd", str(workspace.root)],
+            cwd=REPO,
+            env=engine_environment(workspace.state),
+            capture_output=True,
+            text=True,
             timeout=600,
-            what="the KAI release to be mid-install",
         )
+        assert recovered.returncode == 0, f"recovery failed:\n{recovered.stdout}{recovered.stderr}"
+        rerun = workspace.pulumi("up", "--yes", "--skip-preview", stack="killed", check=False, timeout=1200)
+        assert rerun.returncode == 0, (
+            f"re-run after SIGKILL did not converge:\n{recovered.stdout}\n{rerun.output[-4000:]}"
+        )
+        again = workspace.pulumi("preview", "--expect-no-changes", stack="killed", check=False)
+        assert again.returncode == 0, f"after the re-run the stack must be converged:\n{again.output[-3000:]}"
     finally:
-        kill_group(run)
-    time.sleep(2)
-    rerun = workspace.pulumi("up", "--yes", "--skip-preview", stack="killed", check=False, timeout=1200)
-    if rerun.returncode != 0:
-        raise AssertionError(f"re-run after SIGKILL did not converge:\n{rerun.output[-4000:]}")
-    again = workspace.pulumi("preview", "--expect-no-changes", stack="killed", check=False)
-    assert again.returncode == 0, f"after the re-run the stack must be converged:\n{again.output[-3000:]}"
-    with StandInOperator():
-        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="killed", timeout=900)
+        with StandInOperator():
+            workspace.pulumi("destroy", "--yes", "--skip-preview", stack="killed", check=False, timeout=900)
     assert leftovers() == {}, "nothing the killed run created may be orphaned"

@@ -71,17 +71,34 @@ def test_preview_fails_naming_each_unprepared_row(tmp_path: Path, unprepared_nod
     assert "Traceback" not in output, "a user's cluster problem is reported, not a stack trace"
 
 
+PREPARED_BY_SOMEONE_ELSE = """
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: nvidia}
+handler: nvidia
+---
+apiVersion: nvidia.com/v1
+kind: ClusterPolicy
+metadata:
+  name: cluster-policy
+  labels: {app.kubernetes.io/version: v26.7.1}
+spec: {}
+"""
+
+
 def test_preview_passes_on_a_prepared_cluster(tmp_path: Path) -> None:
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input_text="apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n",
-    )
+    cluster_policy_crd = REPO / "tests" / "fixtures" / "charts" / "gpu-operator" / "crds" / "clusterpolicies.yaml"
+    kubectl("apply", "-f", str(cluster_policy_crd))
+    kubectl("wait", "--for=condition=Established", "-f", str(cluster_policy_crd))
+    kubectl("apply", "-f", "-", input_text=PREPARED_BY_SOMEONE_ELSE)
     try:
         workspace = Workspace.create(tmp_path)
         workspace.new_stack("prepared", fork_stack_without_operator())
         result = workspace.pulumi("preview", stack="prepared")
-        assert "not checked" in result.output, "host rows without node access are reported, never silently passed"
+        assert "0 failing" in result.output
+        assert "NOT CHECKED driver-version on node gpu-node-0" in result.output, (
+            "host rows without node access are reported, never silently passed"
+        )
     finally:
-        kubectl("delete", "runtimeclass", "nvidia", "--ignore-not-found")
+        kubectl("delete", "-f", "-", "--ignore-not-found", input_text=PREPARED_BY_SOMEONE_ELSE)
+        kubectl("delete", "-f", str(cluster_policy_crd), "--ignore-not-found")
