@@ -10,6 +10,7 @@ from typing import Any
 import gpu_policies
 import pulumi_policy
 import pytest
+import yaml
 from google.protobuf import struct_pb2
 from gpu_policies import POLICIES, POLICY_MODULES
 from pulumi_policy import EnforcementLevel, Policy, PolicyConfigSchema
@@ -70,9 +71,12 @@ def test_the_entry_point_builds_one_pack_with_every_policy_when_run_as_the_engin
     assert built[0]["enforcement_level"] is EnforcementLevel.ADVISORY, "only the policies themselves are mandatory"
 
 
-def test_the_pack_project_file_declares_the_python_runtime() -> None:
-    text = (POLICY_DIR / "PulumiPolicy.yaml").read_text()
-    assert re.search(r"^runtime: python$", text, re.MULTILINE), "the engine needs runtime: python"
+def test_the_pack_project_file_declares_the_python_runtime_and_its_virtualenv() -> None:
+    project = yaml.safe_load((POLICY_DIR / "PulumiPolicy.yaml").read_text())
+    assert project["runtime"]["name"] == "python", "the engine needs the python runtime"
+    assert project["runtime"]["options"]["virtualenv"] == "venv", (
+        "the Python host runs a pack only from a declared virtualenv, relative to the pack"
+    )
 
 
 def test_this_projects_fork_stack_passes_the_whole_pack() -> None:
