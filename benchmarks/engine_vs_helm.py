@@ -1,0 +1,170 @@
+"""The dev stack under the real engine next to the same install done by hand, in one run.
+
+On the local control plane with the stand-in charts, it measures:
+  cold up        `pulumi up` of the dev stack on an empty cluster
+  helm script    the same charts and objects installed by a sequential `helm upgrade --install
+                 --wait` / `kubectl apply` script in the runbook's order, with the same values
+  preview        `pulumi preview` of the deployed stack, next to the preview of an empty program
+                 that loads the same provider
+  no-op up       `pulumi up` with nothing to change, next to that preview
+Run under scripts/test.sh's environment (pulumi, kubectl, KUBECONFIG, KGF_ENGINE_VENV) with a helm
+binary on PATH or in KGF_HELM: `python -m benchmarks.engine_vs_helm [--rounds N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.config import parse_config
+from components.gpu_node_labels import gpu_node_labels
+from components.isolator import isolator_values
+from components.kai_scheduler import kai_lab_values
+from components.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
+from components.nvml_mock import device_plugin_manifest, nvml_mock_values
+from components.queues import QUEUE_API_VERSION, queue_spec
+from tests.integration.test_dev_stack import NODE, dev_config
+from tests.integration.workspace import REPO, Workspace, kubectl
+
+CHARTS = REPO / "tests" / "fixtures" / "charts"
+EMPTY_PROGRAM = "import pulumi_kubernetes as k8s\n\nk8s.Provider('cluster')\n"
+
+
+def timed(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def apply(manifest: dict[str, Any]) -> None:
+    kubectl("apply", "--server-side", "-f", "-", input_text=json.dumps(manifest))
+
+
+def helm_script(helm: str, work: Path) -> None:
+    """The runbook's order, by hand: nvml-mock, device plugin, labels, KAI, queues, isolator, pods."""
+    config = parse_config({key: json.dumps(value) for key, value in dev_config().items()})
+    lab = config.lab
+
+    def install(release: str, chart: str, namespace: str, values: dict[str, Any]) -> None:
+        values_file = work / f"{release}.yaml"
+        values_file.write_text(yaml.safe_dump(values))
+        subprocess.run(
+            [
+                helm,
+                "upgrade",
+                "--install",
+                release,
+                str(CHARTS / chart),
+                "-n",
+                namespace,
+                "--create-namespace",
+                "-f",
+                str(values_file),
+                "--wait",
+                "--timeout",
+                "600s",
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+    install("nvml-mock", "nvml-mock", lab.nvml_mock.namespace, nvml_mock_values(lab))
+    apply({"apiVersion": "apps/v1", "kind": "DaemonSet", **device_plugin_manifest(lab.device_plugin_image)})
+    kubectl("-n", "kube-system", "rollout", "status", "ds/nvidia-device-plugin-mock", "--timeout=300s")
+    kubectl("label", "node", NODE, "--overwrite", *[f"{k}={v}" for k, v in gpu_node_labels(lab.gpu).items()])
+    install("kai-scheduler", "kai-scheduler", config.kai.namespace, kai_lab_values(config.kai))
+    for name, parent in (("default", None), ("default-queue", "default")):
+        apply(
+            {"apiVersion": QUEUE_API_VERSION, "kind": "Queue", "metadata": {"name": name}, "spec": queue_spec(parent)}
+        )
+    install("kai-resource-isolator", "kai-resource-isolator", lab.isolator.namespace, isolator_values())
+    apply({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "runc"})
+    for pod in (whole_gpu_pod_manifest(True), shared_pod_manifest(lab.gpu)):
+        apply({"apiVersion": "v1", "kind": "Pod", **pod})
+    kubectl("wait", "--for=condition=Ready", "pod/kai-whole-gpu", "--timeout=300s")
+
+
+def helm_cleanup(helm: str) -> None:
+    kubectl("delete", "pod", "kai-whole-gpu", "gpu-sharing-with-isolation", "--ignore-not-found", "--wait=true")
+    kubectl("delete", "queues.scheduling.run.ai", "--all", check=False)
+    kubectl("delete", "runtimeclass", "nvidia", "--ignore-not-found")
+    for release, namespace in (
+        ("kai-resource-isolator", "kai-resource-isolator"),
+        ("kai-scheduler", "kai-scheduler"),
+        ("nvml-mock", "nvml-mock"),
+    ):
+        subprocess.run([helm, "uninstall", release, "-n", namespace, "--wait"], check=False, capture_output=True)
+    kubectl("-n", "kube-system", "delete", "ds", "nvidia-device-plugin-mock", "--ignore-not-found")
+    kubectl(
+        "delete",
+        "ns",
+        "kai-resource-isolator",
+        "kai-scheduler",
+        "nvml-mock",
+        "kai-resource-reservation",
+        "--ignore-not-found",
+        "--wait=true",
+    )
+    kubectl("label", "node", NODE, "nvidia.com/gpu.memory-", "nvidia.com/gpu.product-", "nvidia.com/gpu.count-")
+
+
+def one_round(base: Path, round_number: int, helm: str, empty: Workspace) -> dict[str, float]:
+    dev = Workspace.create(base / f"dev-{round_number}")
+    dev.new_stack("dev", dev_config())
+    timings = {
+        "cold up": timed(lambda: dev.pulumi("up", "--yes", "--skip-preview", stack="dev")),
+        "preview": timed(lambda: dev.pulumi("preview", stack="dev")),
+        "empty preview": timed(lambda: empty.pulumi("preview", stack="empty")),
+        "no-op up": timed(lambda: dev.pulumi("up", "--yes", "--skip-preview", stack="dev")),
+    }
+    dev.pulumi("destroy", "--yes", "--skip-preview", stack="dev")
+    work = base / f"helm-{round_number}"
+    work.mkdir()
+    try:
+        timings["helm script"] = timed(lambda: helm_script(helm, work))
+    finally:
+        helm_cleanup(helm)
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="The dev stack under Pulumi next to a helm script.")
+    parser.add_argument("--rounds", type=int, default=3)
+    rounds = parser.parse_args().rounds
+    helm = os.environ.get("KGF_HELM") or shutil.which("helm")
+    if not helm:
+        raise SystemExit("no helm binary: set KGF_HELM or put helm on PATH")
+    results: dict[str, list[float]] = {
+        k: [] for k in ("cold up", "helm script", "preview", "empty preview", "no-op up")
+    }
+    with tempfile.TemporaryDirectory() as base:
+        empty_program = Path(base) / "empty.py"
+        empty_program.write_text(EMPTY_PROGRAM)
+        empty = Workspace.create(Path(base) / "empty", program=empty_program)
+        empty.pulumi("stack", "init", "empty")
+        kubectl("label", "node", NODE, "nvidia.com/gpu.memory-", "nvidia.com/gpu.product-", "nvidia.com/gpu.count-")
+        for round_number in range(rounds):
+            for name, seconds in one_round(Path(base), round_number, helm, empty).items():
+                results[name].append(seconds)
+    median = {name: statistics.median(values) for name, values in results.items()}
+    print(f"dev stack on the local control plane, median of {rounds} rounds (seconds)")
+    for name, seconds in median.items():
+        print(f"  {name:14} {seconds:7.2f}")
+    print(f"cold up / helm script:    {median['cold up'] / median['helm script']:.2f}x")
+    print(f"preview / empty preview:  {median['preview'] / median['empty preview']:.2f}x")
+    print(f"no-op up / preview:       {median['no-op up'] / median['preview']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
