@@ -244,6 +244,16 @@ def lab_spec(props: Mapping[str, Any]) -> LabSpec:
     )
 
 
+def wait_for_allocatable(cluster: ProofCluster, spec: LabSpec, clock: Clock | None = None) -> list[ProofResult]:
+    """The device plugin is ready once every lab GPU node advertises the profile's GPU count."""
+    return [
+        _guarded(
+            "allocatable-gpus",
+            lambda: _retry(clock or Clock(), spec.timeout_seconds, lambda: _allocatable(cluster, spec)),
+        )
+    ]
+
+
 def prove_lab(cluster: ProofCluster, spec: LabSpec, clock: Clock | None = None) -> list[ProofResult]:
     """Allocatable GPUs, the queue's fractional allocation, the isolator's injection, the reservation boundary."""
     clock = clock or Clock()
@@ -493,6 +503,14 @@ class LabProofProvider(_ProofProvider):
         return prove_lab(cluster, lab_spec(props))
 
 
+class GpusAllocatableProvider(_ProofProvider):
+    kind = "GpusAllocatable"
+
+    def prove(self, props: Mapping[str, Any]) -> list[ProofResult]:
+        cluster = KubernetesProofCluster(api_client(props.get("kubeconfig"), props.get("context")))
+        return wait_for_allocatable(cluster, lab_spec(props))
+
+
 def _secret_kubeconfig(kubeconfig: pulumi.Input[str] | None) -> pulumi.Input[str] | None:
     return pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None
 
@@ -588,3 +606,36 @@ class LabProof(Resource, module="kai-gpu-fractions", name="LabProof"):
             "report": None,
         }
         super().__init__(LabProofProvider(), name, props, _secret_opts(opts))
+
+
+class GpusAllocatable(Resource, module="kai-gpu-fractions", name="GpusAllocatable"):
+    """Waits until every lab GPU node advertises the profile's count of `nvidia.com/gpu`; fails the
+    update, naming the nodes, when the device plugin does not get there in time."""
+
+    results: pulumi.Output[list[dict[str, Any]]]
+    report: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        kubeconfig: pulumi.Input[str] | None,
+        context: str | None,
+        gpu_count: int,
+        gpu_memory_mib: int,
+        nodes: pulumi.Input[Sequence[pulumi.Input[str]]],
+        timeout_seconds: int = 300,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        props = {
+            "kubeconfig": _secret_kubeconfig(kubeconfig),
+            "context": context,
+            "gpu_count": gpu_count,
+            "gpu_memory_mib": gpu_memory_mib,
+            "shared_memory_mib": gpu_memory_mib // 2,
+            "nodes": nodes,
+            "timeout_seconds": timeout_seconds,
+            "results": None,
+            "report": None,
+        }
+        super().__init__(GpusAllocatableProvider(), name, props, _secret_opts(opts))

@@ -221,8 +221,21 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
         kubeconfig = KindCluster("lab-cluster", lab.kind).kubeconfig
     in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config, kubeconfig)})
     mock = NvmlMock("nvml-mock", lab, config.forks.workdir, opts=in_cluster)
+    # Imported here: the readiness check reads the cluster with the kubernetes client at `up` only.
+    from components.proof_resource import GpusAllocatable
+
+    # The device plugin is ready when every GPU node advertises the profile's count (8, not 80).
+    allocatable = GpusAllocatable(
+        "gpus-allocatable",
+        kubeconfig=kubeconfig or kubeconfig_path(config),
+        context=config.cluster.context,
+        gpu_count=lab.gpu.count,
+        gpu_memory_mib=lab.gpu.memory_mib,
+        nodes=lab.node_names,
+        opts=pulumi.ResourceOptions(depends_on=[mock]),
+    )
     # The lab labels nodes once the device plugin advertises their GPUs.
-    labels = GpuNodeLabels("gpu-node-labels", lab.node_names, lab.gpu, opts=after(in_cluster, mock))
+    labels = GpuNodeLabels("gpu-node-labels", lab.node_names, lab.gpu, opts=after(in_cluster, allocatable))
     kai = KaiScheduler(
         "kai-scheduler",
         config.kai,

@@ -86,16 +86,23 @@ class Engine(mocks.Mocks):
         return matches[0]
 
     def waits_for(self, dependent: Registration, dependency: Registration) -> bool:
-        """True if `dependent`, or a component it lives in, waits for `dependency` or a resource inside it.
-
-        Children are registered only after their parent, so a component's dependencies hold for them too.
-        """
+        """True if `dependent` is ordered after `dependency` (or after a resource inside it), directly
+        or through other resources. Children are registered only after their parent, so a
+        component's dependencies hold for everything inside it."""
         by_urn = {r.urn: r for r in self.registrations}
-        current: Registration | None = dependent
-        while current is not None:
-            if any(d == dependency.urn or self._is_inside(d, dependency.urn) for d in current.dependencies):
-                return True
-            current = by_urn.get(current.parent)
+        seen: set[str] = set()
+        pending = [dependent.urn]
+        while pending:
+            urn = pending.pop()
+            if urn in seen or urn not in by_urn:
+                continue
+            seen.add(urn)
+            current = by_urn[urn]
+            for edge in current.dependencies:
+                if edge == dependency.urn or self._is_inside(edge, dependency.urn):
+                    return True
+                pending.append(edge)
+            pending.append(current.parent)
         return False
 
     def _is_inside(self, urn: str, ancestor: str) -> bool:

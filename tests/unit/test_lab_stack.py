@@ -169,3 +169,12 @@ def test_the_lab_proof_runs_after_the_lab_pods_with_the_profile() -> None:
     assert outputs["proofReport"] == "mocked"
     off, outputs = run_program({**LAB, "lab": {"prove": False}})
     assert [r for r in off.registrations if r.name == "lab-proof"] == [] and "proof" not in outputs
+
+
+def test_labels_wait_until_the_device_plugin_advertises_the_profiles_gpu_count() -> None:
+    engine, _ = run_program(LAB)
+    (ready,) = [r for r in engine.registrations if r.name == "gpus-allocatable"]
+    assert (ready.inputs["gpu_count"], ready.inputs["nodes"]) == (8, ["kai-hami-test-control-plane"])
+    assert engine.waits_for(ready, engine.created(DAEMONSET)[0]), "it checks what the device plugin advertises"
+    (patch,) = engine.created(NODE_PATCH)
+    assert engine.waits_for(patch, ready), "labels (and so KAI) follow a ready device plugin"

@@ -561,3 +561,18 @@ def test_the_proofs_register_as_dynamic_resources_with_a_secret_kubeconfig() -> 
         return pulumi.Output.all(smoke.urn, lab.urn, is_secret).apply(check)
 
     program()
+
+
+def test_the_allocatable_wait_retries_until_the_device_plugin_advertises_every_gpu() -> None:
+    from components.proof_resource import Clock, LabSpec, wait_for_allocatable
+
+    advertised = iter(["0", "0", "8"])
+
+    class Cluster:
+        def list_nodes(self, _selector: str = "") -> list[dict[str, object]]:
+            return [{"metadata": {"name": "n0"}, "status": {"allocatable": {"nvidia.com/gpu": next(advertised)}}}]
+
+    ticks = iter(range(100))
+    clock = Clock(now=lambda: float(next(ticks)), sleep=lambda _seconds: None)
+    (result,) = wait_for_allocatable(Cluster(), LabSpec(8, 40960, 20480, nodes=["n0"], timeout_seconds=10), clock)  # type: ignore[arg-type]
+    assert result.passed, f"the third poll sees 8 GPUs: {result.detail}"
