@@ -48,12 +48,12 @@ def timed(action: Callable[[], object]) -> float:
 
 
 def apply(manifest: dict[str, Any]) -> None:
-    kubectl("apply", "--server-side", "-f", "-", input_text=json.dumps(manifest))
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input_text=json.dumps(manifest))
 
 
 def helm_script(helm: str, work: Path) -> None:
     """The runbook's order, by hand: nvml-mock, device plugin, labels, KAI, queues, isolator, pods."""
-    config = parse_config({key: json.dumps(value) for key, value in dev_config().items()})
+    config = parse_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in dev_config().items()})
     lab = config.lab
 
     def install(release: str, chart: str, namespace: str, values: dict[str, Any]) -> None:
