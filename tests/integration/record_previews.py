@@ -33,6 +33,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as base:
         a100 = Workspace.create(Path(base) / "a100")
         config = a100_config()
+        # As an air-gapped site would configure it: the forks from a local git mirror.
+        for fork, mirror in (("kaiScheduler", "KAI-Scheduler"), ("gpuFractioning", "gpu-fractioning")):
+            config["forks"][fork] = {**config["forks"][fork], "repository": f"/srv/git/{mirror}.git"}
         a100.new_stack("a100", config, secrets={"registryPassword": PASSWORD})
         a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=1200)
         try:

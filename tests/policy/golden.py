@@ -72,7 +72,7 @@ def gpu_operator_release() -> Props:
         "chart": "gpu-operator",
         "version": "v26.7.1",
         "namespace": "gpu-operator",
-        "repositoryOpts": {"repo": "https://helm.ngc.nvidia.com/nvidia"},
+        "repositoryOpts": {"repo": "https://charts.example.com/nvidia"},
         "values": {"driver": {"enabled": True, "version": "615.71.09"}},
     }
 

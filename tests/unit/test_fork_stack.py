@@ -11,6 +11,7 @@ from typing import Any
 import pulumi
 import pytest
 
+from components.config import Forks, GpuOperator
 from tests.unit.harness import COMMAND, CUSTOM_RESOURCE_PREFIX, NAMESPACE, POD, RELEASE, SECRET, run_program
 
 REGISTRY = "registry.example.com/team/kai-fork"
@@ -95,7 +96,7 @@ def test_the_gpu_operator_is_pinned_to_v26_7_1_with_the_r615_driver() -> None:
     release = engine.release("gpu-operator").inputs
     assert release["chart"] == "gpu-operator"
     assert release["version"] == "v26.7.1"
-    assert release["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+    assert release["repositoryOpts"] == {"repo": GpuOperator().chart.repo}, "the NVIDIA Helm repository by default"
     assert release["namespace"] == "gpu-operator"
     assert release["values"] == {"driver": {"enabled": True, "version": "615.71.09"}}
 
@@ -148,7 +149,7 @@ def test_each_fork_is_checked_out_at_its_pinned_commit_from_its_pull_request() -
     agents = commands["kai-gpu-fractioning-source-git"]["environment"]
     assert (kai["FORK_PULL_REQUEST"], kai["FORK_COMMIT"]) == ("2368", KAI_COMMIT)
     assert (agents["FORK_PULL_REQUEST"], agents["FORK_COMMIT"]) == ("147", AGENTS_COMMIT)
-    assert kai["FORK_REPOSITORY"] == "https://github.com/kai-scheduler/KAI-Scheduler.git"
+    assert kai["FORK_REPOSITORY"] == Forks().kai_scheduler.repository
     script = commands["kai-scheduler-source-git"]["create"]
     assert 'git checkout -q --detach "$FORK_COMMIT"' in script
     assert "git status --porcelain" in script, "a dirty tree must be refused"
