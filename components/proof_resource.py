@@ -244,14 +244,12 @@ def lab_spec(props: Mapping[str, Any]) -> LabSpec:
     )
 
 
-def wait_for_allocatable(cluster: ProofCluster, spec: LabSpec, clock: Clock | None = None) -> list[ProofResult]:
+def wait_for_allocatable(
+    cluster: ProofCluster, gpu_count: int, nodes: Sequence[str], timeout_seconds: float, clock: Clock | None = None
+) -> list[ProofResult]:
     """The device plugin is ready once every lab GPU node advertises the profile's GPU count."""
-    return [
-        _guarded(
-            "allocatable-gpus",
-            lambda: _retry(clock or Clock(), spec.timeout_seconds, lambda: _allocatable(cluster, spec)),
-        )
-    ]
+    attempt = lambda: _allocatable(cluster, gpu_count, nodes)  # noqa: E731
+    return [_guarded("allocatable-gpus", lambda: _retry(clock or Clock(), timeout_seconds, attempt))]
 
 
 def prove_lab(cluster: ProofCluster, spec: LabSpec, clock: Clock | None = None) -> list[ProofResult]:
@@ -259,7 +257,7 @@ def prove_lab(cluster: ProofCluster, spec: LabSpec, clock: Clock | None = None) 
     clock = clock or Clock()
     fraction = spec.shared_memory_mib / spec.gpu_memory_mib
     return [
-        _guarded("allocatable-gpus", lambda: _allocatable(cluster, spec)),
+        _guarded("allocatable-gpus", lambda: _allocatable(cluster, spec.gpu_count, spec.nodes)),
         _guarded(
             "queue-allocation",
             lambda: _retry(
@@ -273,16 +271,16 @@ def prove_lab(cluster: ProofCluster, spec: LabSpec, clock: Clock | None = None) 
     ]
 
 
-def _allocatable(cluster: ProofCluster, spec: LabSpec) -> ProofResult:
-    nodes = cluster.list_nodes("" if spec.nodes else f"{GPU_PRESENT_LABEL}=true")
+def _allocatable(cluster: ProofCluster, gpu_count: int, names: Sequence[str]) -> ProofResult:
+    nodes = cluster.list_nodes("" if names else f"{GPU_PRESENT_LABEL}=true")
     allocatable = {
         str(n["metadata"]["name"]): {
             str(k): str(v) for k, v in ((n.get("status") or {}).get("allocatable") or {}).items()
         }
         for n in nodes
-        if not spec.nodes or n["metadata"]["name"] in spec.nodes
+        if not names or n["metadata"]["name"] in names
     }
-    return decide_allocatable(allocatable, spec.gpu_count)
+    return decide_allocatable(allocatable, gpu_count)
 
 
 def _isolator(cluster: ProofCluster, spec: LabSpec) -> ProofResult:
@@ -508,11 +506,14 @@ class GpusAllocatableProvider(_ProofProvider):
 
     def prove(self, props: Mapping[str, Any]) -> list[ProofResult]:
         cluster = KubernetesProofCluster(api_client(props.get("kubeconfig"), props.get("context")))
-        return wait_for_allocatable(cluster, lab_spec(props))
+        nodes = [str(node) for node in props.get("nodes") or []]
+        return wait_for_allocatable(cluster, int(props["gpu_count"]), nodes, float(props["timeout_seconds"]))
 
 
-def _secret_kubeconfig(kubeconfig: pulumi.Input[str] | None) -> pulumi.Input[str] | None:
-    return pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None
+def _proof_props(kubeconfig: pulumi.Input[str] | None, context: str | None, **props: Any) -> dict[str, Any]:
+    """A proof's inputs: cluster access (the kubeconfig as a secret) and what it proves; its outputs start empty."""
+    secret = pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None
+    return {"kubeconfig": secret, "context": context, **props, "results": None, "report": None}
 
 
 def _secret_opts(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
@@ -547,23 +548,21 @@ class SmokeProof(Resource, module="kai-gpu-fractions", name="SmokeProof"):
         triggers: pulumi.Input[Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        props = {
-            "kubeconfig": _secret_kubeconfig(kubeconfig),
-            "context": context,
-            "pods": pods,
-            "gpu_memory_mib": gpu_memory_mib,
-            "gpu_fraction": gpu_fraction,
-            "namespace": namespace,
-            "queue": queue,
-            "agents_namespace": agents_namespace,
-            "sm_count": sm_count,
-            "measure_sm_share": measure_sm_share,
-            "device_query_image": device_query_image,
-            "timeout_seconds": timeout_seconds,
-            "triggers": triggers,
-            "results": None,
-            "report": None,
-        }
+        props = _proof_props(
+            kubeconfig,
+            context,
+            pods=pods,
+            gpu_memory_mib=gpu_memory_mib,
+            gpu_fraction=gpu_fraction,
+            namespace=namespace,
+            queue=queue,
+            agents_namespace=agents_namespace,
+            sm_count=sm_count,
+            measure_sm_share=measure_sm_share,
+            device_query_image=device_query_image,
+            timeout_seconds=timeout_seconds,
+            triggers=triggers,
+        )
         super().__init__(SmokeProofProvider(), name, props, _secret_opts(opts))
 
 
@@ -590,21 +589,19 @@ class LabProof(Resource, module="kai-gpu-fractions", name="LabProof"):
         triggers: pulumi.Input[Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        props = {
-            "kubeconfig": _secret_kubeconfig(kubeconfig),
-            "context": context,
-            "gpu_count": gpu_count,
-            "gpu_memory_mib": gpu_memory_mib,
-            "shared_memory_mib": shared_memory_mib,
-            "nodes": nodes,
-            "namespace": namespace,
-            "queue": queue,
-            "shared_pod": shared_pod,
-            "timeout_seconds": timeout_seconds,
-            "triggers": triggers,
-            "results": None,
-            "report": None,
-        }
+        props = _proof_props(
+            kubeconfig,
+            context,
+            gpu_count=gpu_count,
+            gpu_memory_mib=gpu_memory_mib,
+            shared_memory_mib=shared_memory_mib,
+            nodes=nodes,
+            namespace=namespace,
+            queue=queue,
+            shared_pod=shared_pod,
+            timeout_seconds=timeout_seconds,
+            triggers=triggers,
+        )
         super().__init__(LabProofProvider(), name, props, _secret_opts(opts))
 
 
@@ -622,20 +619,15 @@ class GpusAllocatable(Resource, module="kai-gpu-fractions", name="GpusAllocatabl
         kubeconfig: pulumi.Input[str] | None,
         context: str | None,
         gpu_count: int,
-        gpu_memory_mib: int,
         nodes: pulumi.Input[Sequence[pulumi.Input[str]]],
         timeout_seconds: int = 300,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        props = {
-            "kubeconfig": _secret_kubeconfig(kubeconfig),
-            "context": context,
-            "gpu_count": gpu_count,
-            "gpu_memory_mib": gpu_memory_mib,
-            "shared_memory_mib": gpu_memory_mib // 2,
-            "nodes": nodes,
-            "timeout_seconds": timeout_seconds,
-            "results": None,
-            "report": None,
-        }
+        props = _proof_props(
+            kubeconfig,
+            context,
+            gpu_count=gpu_count,
+            nodes=nodes,
+            timeout_seconds=timeout_seconds,
+        )
         super().__init__(GpusAllocatableProvider(), name, props, _secret_opts(opts))

@@ -220,6 +220,8 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
 
         kubeconfig = KindCluster("lab-cluster", lab.kind).kubeconfig
     in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config, kubeconfig)})
+    # What the checks that read the cluster themselves (readiness, proof) connect with.
+    cluster_kubeconfig = kubeconfig or kubeconfig_path(config)
     mock = NvmlMock("nvml-mock", lab, config.forks.workdir, opts=in_cluster)
     # Imported here: the readiness check reads the cluster with the kubernetes client at `up` only.
     from components.proof_resource import GpusAllocatable
@@ -227,10 +229,9 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     # The device plugin is ready when every GPU node advertises the profile's count (8, not 80).
     allocatable = GpusAllocatable(
         "gpus-allocatable",
-        kubeconfig=kubeconfig or kubeconfig_path(config),
+        kubeconfig=cluster_kubeconfig,
         context=config.cluster.context,
         gpu_count=lab.gpu.count,
-        gpu_memory_mib=lab.gpu.memory_mib,
         nodes=lab.node_names,
         opts=pulumi.ResourceOptions(depends_on=[mock]),
     )
@@ -258,7 +259,7 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
 
         lab_proof = LabProof(
             "lab-proof",
-            kubeconfig=kubeconfig or kubeconfig_path(config),
+            kubeconfig=cluster_kubeconfig,
             context=config.cluster.context,
             gpu_count=lab.gpu.count,
             gpu_memory_mib=lab.gpu.memory_mib,

@@ -564,7 +564,7 @@ def test_the_proofs_register_as_dynamic_resources_with_a_secret_kubeconfig() -> 
 
 
 def test_the_allocatable_wait_retries_until_the_device_plugin_advertises_every_gpu() -> None:
-    from components.proof_resource import Clock, LabSpec, wait_for_allocatable
+    from components.proof_resource import Clock, wait_for_allocatable
 
     advertised = iter(["0", "0", "8"])
 
@@ -574,5 +574,5 @@ def test_the_allocatable_wait_retries_until_the_device_plugin_advertises_every_g
 
     ticks = iter(range(100))
     clock = Clock(now=lambda: float(next(ticks)), sleep=lambda _seconds: None)
-    (result,) = wait_for_allocatable(Cluster(), LabSpec(8, 40960, 20480, nodes=["n0"], timeout_seconds=10), clock)  # type: ignore[arg-type]
+    (result,) = wait_for_allocatable(Cluster(), 8, ["n0"], timeout_seconds=10, clock=clock)  # type: ignore[arg-type]
     assert result.passed, f"the third poll sees 8 GPUs: {result.detail}"
