@@ -2,7 +2,11 @@
 # Local Kubernetes control plane for the integration tests, all on 127.0.0.1:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
 # their Go modules, and kwok turning the Node objects in tests/fixtures/nodes/
-# into fake GPU nodes whose pods go Running.
+# into fake GPU nodes whose pods go Running. kwok also serves the kubelet API:
+# `exec` into a fake pod runs the command on this machine (with the stand-in GPU
+# tools of tests/fixtures/node-tools first on PATH), and pod logs come from
+# files; tests say which per pod with kwok's Exec/ClusterExec/Logs/ClusterLogs
+# objects.
 #
 # Usage: scripts/control-plane.sh build | up | down [--purge] | env | status
 #   build          build the binaries once into the version-keyed cache
@@ -12,7 +16,8 @@
 #   status         print what runs
 # Environment: KGF_CACHE (default ~/.cache/kai-gpu-fractions),
 #   KGF_STATE_DIR (default <repo>/.state/control-plane),
-#   KGF_ETCD_PORT (12379, and the next port for etcd peers), KGF_APISERVER_PORT (16443).
+#   KGF_ETCD_PORT (12379, and the next port for etcd peers), KGF_APISERVER_PORT (16443),
+#   KGF_KWOK_PORT (20250, the fake nodes' kubelet API).
 set -euo pipefail
 
 K8S_VERSION=v1.37.2
@@ -25,8 +30,11 @@ BIN=$CACHE/bin
 STATE=${KGF_STATE_DIR:-$REPO/.state/control-plane}
 KUBECONFIG_FILE=$STATE/kubeconfig
 NODES_DIR=$REPO/tests/fixtures/nodes
+KWOK_FIXTURES=$REPO/tests/fixtures/kwok
+NODE_TOOLS=$REPO/tests/fixtures/node-tools
 ETCD_PORT=${KGF_ETCD_PORT:-12379}
 APISERVER_PORT=${KGF_APISERVER_PORT:-16443}
+KWOK_PORT=${KGF_KWOK_PORT:-20250}
 SERVICE_CIDR=10.96.0.0/16
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
@@ -101,7 +109,7 @@ build_etcd() {
 }
 
 build_kwok() {
-  if has_version kwok "$KWOK_VERSION" --version && [[ -d $CACHE/kwok-stages ]]; then
+  if has_version kwok "$KWOK_VERSION" --version && [[ -d $CACHE/kwok-stages && -d $CACHE/kwok-crds ]]; then
     log "kwok $KWOK_VERSION: up to date"
     return
   fi
@@ -112,7 +120,10 @@ build_kwok() {
   dir=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   rm -rf "$CACHE/kwok-stages"
   cp -r "$dir/kustomize/stage" "$CACHE/kwok-stages"
-  chmod -R u+w "$CACHE/kwok-stages"
+  # The CRDs of the objects that say what `exec` runs and where logs come from.
+  mkdir -p "$CACHE/kwok-crds"
+  cp "$dir"/kustomize/crd/bases/kwok.x-k8s.io_{execs,clusterexecs,logs,clusterlogs}.yaml "$CACHE/kwok-crds/"
+  chmod -R u+w "$CACHE/kwok-stages" "$CACHE/kwok-crds"
   log "kwok $KWOK_VERSION: built in $((SECONDS - start))s"
 }
 
@@ -193,7 +204,7 @@ kubectl() { "$BIN/kubectl" --kubeconfig="$KUBECONFIG_FILE" "$@"; }
 
 make_pki() {
   local pki=$STATE/pki
-  [[ -f $pki/admin.crt ]] && return
+  [[ -f $pki/admin.crt && -f $pki/kwok.crt ]] && return
   command -v openssl >/dev/null || die "openssl is required (apt-get install openssl)"
   mkdir -p "$pki"
   (
@@ -212,6 +223,7 @@ make_pki() {
       "subjectAltName=IP:127.0.0.1,IP:${SERVICE_CIDR%.0/*}.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
     # system:masters is cluster-admin; every component and the tests use it.
     leaf admin "/O=system:masters/CN=kgf-admin" extendedKeyUsage=clientAuth
+    leaf kwok /CN=kwok-kubelet extendedKeyUsage=serverAuth subjectAltName=IP:127.0.0.1
     quiet openssl genrsa -out sa.key 2048
     quiet openssl rsa -in sa.key -pubout -out sa.pub
   )
@@ -273,7 +285,8 @@ cmd_up() {
     --client-ca-file="$pki/ca.crt" --authorization-mode=RBAC --allow-privileged=true \
     --service-cluster-ip-range="$SERVICE_CIDR" \
     --service-account-issuer=https://kubernetes.default.svc \
-    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key"
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+    --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="$pki/ca.crt"
   wait_for "kube-apiserver /readyz" 120 kubectl get --raw=/readyz
 
   # No secure port: their health endpoints are not needed, and the default
@@ -296,10 +309,16 @@ YAML
   # Each kwok process holds node leases under a new identity, and would leave
   # the nodes alone until the leases of the previous one expire (40s).
   pid_of kwok >/dev/null || kubectl delete leases --all --namespace=kube-node-lease >&2
+  kubectl apply --server-side -f "$CACHE/kwok-crds" >&2
+  wait_for "kwok's CRDs" 60 kubectl wait --for=condition=Established --timeout=1s -f "$CACHE/kwok-crds"
   # KWOK_WORKDIR keeps kwok from also loading ~/.kwok/kwok.yaml.
-  KWOK_WORKDIR=$STATE/kwok start kwok --kubeconfig="$KUBECONFIG_FILE" --config="$CACHE/kwok-stages/fast" \
+  KWOK_WORKDIR=$STATE/kwok PATH=$NODE_TOOLS:$PATH start kwok --kubeconfig="$KUBECONFIG_FILE" \
+    --config="$CACHE/kwok-stages/fast" --config="$KWOK_FIXTURES/stages.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --cidr=10.244.0.0/16 --node-lease-duration-seconds=40
+    --cidr=10.244.0.0/16 --node-lease-duration-seconds=40 \
+    --node-ip=127.0.0.1 --node-port="$KWOK_PORT" --server-address="127.0.0.1:$KWOK_PORT" \
+    --tls-cert-file="$pki/kwok.crt" --tls-private-key-file="$pki/kwok.key" \
+    --enable-crds=Exec,ClusterExec,Logs,ClusterLogs
   wait_for "the default ServiceAccount" 120 kubectl get serviceaccount default --namespace=default
 
   kubectl apply -f "$NODES_DIR" >&2
