@@ -82,6 +82,8 @@ def preflight(config: StackConfig) -> list[dict[str, str]]:
         raise pulumi.RunError("Preflight failed; nothing was changed.\n" + format_report(findings))
     if any(finding.outcome != "pass" for finding in findings):
         pulumi.log.warn(format_report(findings))
+    else:
+        pulumi.log.info(format_report(findings))
     return [dataclasses.asdict(finding) for finding in findings if finding.outcome != "pass"]
 
 
