@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from tests.integration.workspace import REPO, Workspace, kubectl
 pytestmark = pytest.mark.integration
 
 NODE_FIXTURE = REPO / "tests" / "fixtures" / "nodes" / "gpu-node.yaml"
+HOST_REPORTS = REPO / "tests" / "fixtures" / "proof" / "host"
 
 
 def fork_stack_without_operator() -> dict[str, Any]:
@@ -86,19 +87,81 @@ spec: {}
 """
 
 
-def test_preview_passes_on_a_prepared_cluster(tmp_path: Path) -> None:
+@pytest.fixture
+def prepared_cluster() -> Iterator[None]:
     cluster_policy_crd = REPO / "tests" / "fixtures" / "charts" / "gpu-operator" / "crds" / "clusterpolicies.yaml"
     kubectl("apply", "-f", str(cluster_policy_crd))
     kubectl("wait", "--for=condition=Established", "-f", str(cluster_policy_crd))
     kubectl("apply", "-f", "-", input_text=PREPARED_BY_SOMEONE_ELSE)
-    try:
-        workspace = Workspace.create(tmp_path)
-        workspace.new_stack("prepared", fork_stack_without_operator())
-        result = workspace.pulumi("preview", stack="prepared")
-        assert "0 failing" in result.output
-        assert "NOT CHECKED driver-version on node gpu-node-0" in result.output, (
-            "host rows without node access are reported, never silently passed"
-        )
-    finally:
-        kubectl("delete", "-f", "-", "--ignore-not-found", input_text=PREPARED_BY_SOMEONE_ELSE)
-        kubectl("delete", "-f", str(cluster_policy_crd), "--ignore-not-found")
+    yield
+    kubectl("delete", "-f", "-", "--ignore-not-found", input_text=PREPARED_BY_SOMEONE_ELSE)
+    kubectl("delete", "-f", str(cluster_policy_crd), "--ignore-not-found")
+
+
+def test_preview_passes_on_a_prepared_cluster(tmp_path: Path, prepared_cluster: None) -> None:
+    workspace = Workspace.create(tmp_path)
+    workspace.new_stack("prepared", fork_stack_without_operator())
+    result = workspace.pulumi("preview", stack="prepared")
+    assert "0 failing" in result.output
+    assert "NOT CHECKED driver-version on node gpu-node-0" in result.output, (
+        "host rows without node access are reported, never silently passed"
+    )
+
+
+@pytest.fixture
+def check_pod_prints(tmp_path: Path) -> Iterator[Callable[[str], None]]:
+    """Makes the preflight check pod "print" a host report from tests/fixtures/proof/host.
+
+    kwok completes the check pod (tests/fixtures/kwok/stages.yaml) and serves its log from the
+    file a ClusterLogs object names, so the runner's create, wait, log read and delete all run.
+    """
+
+    def prints(report: str) -> None:
+        lines = (HOST_REPORTS / report).read_text().splitlines()
+        log = tmp_path / f"{report}.cri.log"
+        log.write_text("".join(f"2026-11-30T00:00:00.000000000Z stdout F {line}\n" for line in lines))
+        logs = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": "preflight-check-pod"},
+            "spec": {"selector": {"matchNamespaces": ["kube-system"]}, "logs": [{"logsFile": str(log)}]},
+        }
+        kubectl("apply", "-f", "-", input_text=yaml.safe_dump(logs))
+
+    yield prints
+    kubectl("delete", "clusterlogs.kwok.x-k8s.io", "preflight-check-pod", "--ignore-not-found")
+
+
+def with_check_pod(config: dict[str, Any]) -> dict[str, Any]:
+    return {**config, "preflight": {"hostAccess": {"checkPod": {"timeoutSeconds": 60}}}}
+
+
+def check_pods_left() -> list[str]:
+    selector = "app.kubernetes.io/name=kai-gpu-fractions-preflight"
+    return kubectl("get", "pods", "-n", "kube-system", "-l", selector, "-o", "name").stdout.split()
+
+
+def test_a_check_pod_reads_the_host_rows_of_a_prepared_node(
+    tmp_path: Path, prepared_cluster: None, check_pod_prints: Callable[[str], None]
+) -> None:
+    check_pod_prints("host-report-hgx.txt")
+    workspace = Workspace.create(tmp_path)
+    workspace.new_stack("host-checked", with_check_pod(fork_stack_without_operator()))
+    result = workspace.pulumi("preview", stack="host-checked")
+    assert "Preflight: 0 failing, 0 warning, 0 not checked" in result.output, result.output[-3000:]
+    assert check_pods_left() == [], "the check pod is deleted after its report is read"
+
+
+def test_a_check_pod_names_each_failing_host_row(
+    tmp_path: Path, prepared_cluster: None, check_pod_prints: Callable[[str], None]
+) -> None:
+    check_pod_prints("host-report-unprepared.txt")
+    workspace = Workspace.create(tmp_path)
+    workspace.new_stack("host-unprepared", with_check_pod(fork_stack_without_operator()))
+    result = workspace.pulumi("preview", stack="host-unprepared", check=False)
+    assert result.returncode != 0, "an unprepared host must stop the preview"
+    for row in ("driver-version", "mps-namespace", "nri-socket", "fabricmanager"):
+        assert f"FAIL {row} on node gpu-node-0" in result.output, f"the preview must name {row}"
+    assert "595.91.07" in result.output
+    assert "Traceback" not in result.output
+    assert check_pods_left() == []
