@@ -28,7 +28,7 @@ import pulumi, pulumi_kubernetes
 t1 = time.perf_counter()
 import pulumi_kubernetes.core.v1, pulumi_kubernetes.apps.v1, pulumi_kubernetes.helm.v3
 import pulumi_kubernetes.apiextensions, pulumi_kubernetes.meta.v1, pulumi_kubernetes.node.v1
-import components.stack, components.fork_images, components.fork_checkout
+import components.stack, components.fork_images, components.fork_source
 from tests.unit.harness import run_program
 t2 = time.perf_counter()
 run_program({config!r}, secret_keys=("registryPassword",))

@@ -10,6 +10,7 @@ from components.config import ForkPin, Forks
 @dataclass(frozen=True)
 class ForkRecipe:
     key: str
+    config_key: str
     checkout_dir: str
     chart_path: str
     image_path: str
@@ -40,6 +41,7 @@ class ForkRecipe:
 
 KAI_SCHEDULER = ForkRecipe(
     key="kai-scheduler",
+    config_key="forks.kaiScheduler",
     checkout_dir="KAI-Scheduler",
     chart_path="deployments/kai-scheduler",
     image_path="kai-scheduler",
@@ -67,6 +69,7 @@ KAI_SCHEDULER = ForkRecipe(
 
 GPU_FRACTIONING = ForkRecipe(
     key="kai-gpu-fractioning",
+    config_key="forks.gpuFractioning",
     checkout_dir="kai-gpu-fractioning",
     chart_path="operator/charts",
     image_path="kai-gpu-fractioning",

@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 from components import helm
 from components.cluster_facts import read_cluster_facts
 from components.config import Registry, StackConfig
+from components.fork_source import ForkSource, SourceError, prepare_fork_source
 from components.forks import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
 from components.gpu_fractioning import GpuFractioning, gpu_fractioning_values
 from components.gpu_node_labels import GpuNodeLabels
@@ -33,7 +34,7 @@ from components.smoke_pods import SmokePods
 @dataclass(frozen=True)
 class ForkOutputs:
     digests: pulumi.Output[dict[str, str]]
-    chart: pulumi.Output[str] | None
+    chart: str | None
     images: pulumi.Resource | None
 
 
@@ -88,6 +89,9 @@ def preflight(config: StackConfig) -> list[dict[str, str]]:
 
 
 def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
+    # Sources first: a fork that cannot be checked out stops the program before anything registers.
+    kai_source = fork_source(config, KAI_SCHEDULER, needs_chart=config.kai.chart is None)
+    agents_source = fork_source(config, GPU_FRACTIONING, needs_chart=config.gpu_fractioning.chart is None)
     registry = fork_registry(config)
     in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config)})
     pull_secret = None
@@ -96,10 +100,8 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
             registry.pull_secret_name, registry.host, registry.username, registry_password
         )
     pull_secret_name = pull_secret.name if pull_secret else None
-    kai_fork = fork_outputs(config, KAI_SCHEDULER, registry_password, needs_chart=config.kai.chart is None)
-    agents_fork = fork_outputs(
-        config, GPU_FRACTIONING, registry_password, needs_chart=config.gpu_fractioning.chart is None
-    )
+    kai_fork = fork_outputs(config, KAI_SCHEDULER, kai_source, registry_password)
+    agents_fork = fork_outputs(config, GPU_FRACTIONING, agents_source, registry_password)
 
     operator = (
         GpuOperator("gpu-operator", config.gpu_operator, opts=in_cluster) if config.gpu_operator.enabled else None
@@ -180,19 +182,26 @@ def fork_registry(config: StackConfig) -> Registry:
     return config.registry
 
 
-def fork_outputs(
-    config: StackConfig, recipe: ForkRecipe, registry_password: pulumi.Output[str] | None, needs_chart: bool
-) -> ForkOutputs:
-    """Checks out and builds one fork as far as the configuration asks."""
-    mode = config.forks.images
-    pin = recipe.pin(config.forks)
-    checkout = None
-    if needs_chart or mode == "build":
-        # Imported here: the command provider is needed only when a fork is checked out.
-        from components.fork_checkout import ForkCheckout
+def fork_source(config: StackConfig, recipe: ForkRecipe, needs_chart: bool) -> ForkSource | None:
+    """The fork's tree at its pin when its chart or a build needs it, or a user-facing error
+    naming the config keys to check."""
+    if not needs_chart and config.forks.images != "build":
+        return None
+    try:
+        return prepare_fork_source(recipe, recipe.pin(config.forks), config.forks.workdir)
+    except SourceError as error:
+        raise pulumi.RunError(
+            f"Could not prepare the {recipe.key} fork at kai-gpu-fractions:{recipe.config_key} "
+            f"(repository, pullRequest, commit) under kai-gpu-fractions:forks.workdir: {error}"
+        ) from None
 
-        checkout = ForkCheckout(f"{recipe.key}-source", recipe, pin, config.forks.workdir)
-    chart = checkout.chart_path if checkout else None
+
+def fork_outputs(
+    config: StackConfig, recipe: ForkRecipe, source: ForkSource | None, registry_password: pulumi.Output[str] | None
+) -> ForkOutputs:
+    """Builds and verifies one fork's images as far as the configuration asks."""
+    mode = config.forks.images
+    chart = str(source.chart_path) if source else None
     if mode == "prebuilt":
         return ForkOutputs(pulumi.Output.from_input({}), chart, None)
     from components.fork_images import ForkImages, ForkImagesArgs
@@ -201,13 +210,13 @@ def fork_outputs(
         f"{recipe.key}-images",
         ForkImagesArgs(
             recipe=recipe,
-            commit=pin.commit,
+            commit=recipe.pin(config.forks).commit,
             registry=fork_registry(config),
             tag=config.forks.image_tag,
             platform=config.forks.platform,
             mode=mode,
             registry_password=registry_password,
-            checkout_path=checkout.path if checkout else None,
+            checkout_path=str(source.path) if source else None,
         ),
     )
     return ForkOutputs(images.digests, chart, images)

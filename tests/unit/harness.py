@@ -14,10 +14,12 @@ from pulumi.runtime import mocks, rpc
 
 import components.stack
 from components.cluster_facts import ClusterFacts, HostFacts, NodeFacts
+from components.config import ForkPin
+from components.fork_source import ForkSource
+from components.forks import ForkRecipe
 
 PROJECT = "kai-gpu-fractions"
 PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"
-CHECKOUT_ROOT = "/forks"
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -45,6 +47,13 @@ class Engine(mocks.Mocks):
 
     registrations: list[Registration] = field(default_factory=list)
     invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # (fork key, pin, workdir) of each fork source the program prepared; nothing touches the disk.
+    fork_sources: list[tuple[str, ForkPin, str]] = field(default_factory=list)
+
+    def prepare_fork_source(self, recipe: ForkRecipe, pin: ForkPin, workdir: str) -> ForkSource:
+        self.fork_sources.append((recipe.key, pin, workdir))
+        root = Path(workdir) / recipe.checkout_dir
+        return ForkSource(root, root / recipe.chart_path)
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
@@ -55,10 +64,7 @@ class Engine(mocks.Mocks):
         if args.typ.startswith(DYNAMIC):
             state |= {"results": [{"check": "mocked", "passed": True, "detail": ""}], "report": "mocked"}
         if args.typ == COMMAND:
-            environment = args.inputs.get("environment", {})
-            state["stdout"] = (
-                environment.get("CHART_PATH") or f"{CHECKOUT_ROOT}/{Path(environment.get('FORK_DIR', '')).name}"
-            )
+            state["stdout"] = ""
         metadata = args.inputs.get("metadata") or {}
         if args.custom and "name" in metadata:
             namespace = metadata.get("namespace")
@@ -187,7 +193,9 @@ def run_program(
 
     pulumi.export = capture  # type: ignore[assignment]
     read_cluster_facts = components.stack.read_cluster_facts
+    prepare_fork_source = components.stack.prepare_fork_source
     components.stack.read_cluster_facts = lambda *_args, **_kwargs: cluster  # type: ignore[assignment]
+    components.stack.prepare_fork_source = engine.prepare_fork_source  # type: ignore[assignment]
     try:
 
         @pulumi.runtime.test
@@ -199,4 +207,5 @@ def run_program(
     finally:
         pulumi.export = original_export  # type: ignore[assignment]
         components.stack.read_cluster_facts = read_cluster_facts  # type: ignore[assignment]
+        components.stack.prepare_fork_source = prepare_fork_source
     return engine, exported

@@ -12,7 +12,17 @@ import pulumi
 import pytest
 
 from components.config import Forks, GpuOperator
-from tests.unit.harness import COMMAND, CUSTOM_RESOURCE_PREFIX, NAMESPACE, POD, RELEASE, SECRET, run_program
+from components.fork_source import SourceError
+from tests.unit.harness import (
+    COMMAND,
+    CUSTOM_RESOURCE_PREFIX,
+    NAMESPACE,
+    POD,
+    RELEASE,
+    SECRET,
+    Engine,
+    run_program,
+)
 
 REGISTRY = "registry.example.com/team/kai-fork"
 TAG = "smshare-44d1d0a-af0544e"
@@ -61,7 +71,7 @@ def test_kai_gets_exactly_the_guides_values_for_the_fork() -> None:
     engine, _ = run_program(A100)
     release = engine.release("kai-scheduler").inputs
     assert release["namespace"] == "kai-scheduler"
-    assert release["chart"] == "/forks/KAI-Scheduler/deployments/kai-scheduler", "the fork checkout's chart"
+    assert release["chart"] == ".forks/KAI-Scheduler/deployments/kai-scheduler", "the fork checkout's chart"
     assert release["values"] == {
         "global": {
             "gpuSharingMode": "NvFractions",
@@ -79,7 +89,7 @@ def test_kai_gets_exactly_the_guides_values_for_the_fork() -> None:
 def test_gpu_fractioning_gets_every_image_repository_and_tag() -> None:
     engine, _ = run_program(A100)
     release = engine.release("gpu-fractioning").inputs
-    assert release["chart"] == "/forks/kai-gpu-fractioning/operator/charts"
+    assert release["chart"] == ".forks/kai-gpu-fractioning/operator/charts"
     assert release["namespace"] == "gpu-fractioning"
     assert release["values"] == {
         "images": {
@@ -142,18 +152,35 @@ def test_destroy_deletes_the_default_gpu_fractioning_config_before_the_chart() -
     )
 
 
-def test_each_fork_is_checked_out_at_its_pinned_commit_from_its_pull_request() -> None:
+def test_each_fork_is_checked_out_at_its_pinned_commit_before_anything_registers() -> None:
     engine, _ = run_program(A100)
+    sources = {key: (pin.pull_request, pin.commit, workdir) for key, pin, workdir in engine.fork_sources}
+    assert engine.fork_sources[0][1].repository == Forks().kai_scheduler.repository
+    assert sources == {
+        "kai-scheduler": (2368, KAI_COMMIT, ".forks"),
+        "kai-gpu-fractioning": (147, AGENTS_COMMIT, ".forks"),
+    }
     commands = commands_by_name(engine)
-    kai = commands["kai-scheduler-source-git"]["environment"]
-    agents = commands["kai-gpu-fractioning-source-git"]["environment"]
-    assert (kai["FORK_PULL_REQUEST"], kai["FORK_COMMIT"]) == ("2368", KAI_COMMIT)
-    assert (agents["FORK_PULL_REQUEST"], agents["FORK_COMMIT"]) == ("147", AGENTS_COMMIT)
-    assert kai["FORK_REPOSITORY"] == Forks().kai_scheduler.repository
-    script = commands["kai-scheduler-source-git"]["create"]
-    assert 'git checkout -q --detach "$FORK_COMMIT"' in script
-    assert "git status --porcelain" in script, "a dirty tree must be refused"
-    assert "helm dependency build" in commands["kai-scheduler-source-chart-dependencies"]["create"]
+    assert commands["kai-scheduler-images-build"]["environment"]["FORK_CHECKOUT"] == ".forks/KAI-Scheduler"
+    assert commands["kai-gpu-fractioning-images-build"]["environment"]["FORK_CHECKOUT"] == ".forks/kai-gpu-fractioning"
+
+
+def test_a_fork_that_cannot_be_checked_out_stops_the_program_before_anything_registers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registered_before: list[int] = []
+
+    def unreachable(engine: Engine, *_args: Any) -> Any:
+        registered_before.append(len(engine.registrations))
+        raise SourceError("`git fetch -q https://example.invalid/KAI.git pull/2368/head` failed: could not resolve")
+
+    monkeypatch.setattr(Engine, "prepare_fork_source", unreachable)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_program(A100)
+    assert registered_before == [0], "the first fork is prepared before any resource registers"
+    message = str(raised.value)
+    assert "kai-gpu-fractions:forks.kaiScheduler" in message and "forks.workdir" in message
+    assert "could not resolve" in message
 
 
 def test_each_fork_is_built_with_its_own_make_targets_and_the_guides_variables() -> None:
@@ -238,6 +265,7 @@ def test_verify_mode_builds_nothing_but_still_checks_the_registry() -> None:
 
 def test_prebuilt_images_with_mirrored_charts_need_no_checkout_build_or_registry() -> None:
     engine, outputs = run_program(with_overrides(A100, **LOCAL_CHARTS))
+    assert engine.fork_sources == [], "no fork is checked out"
     assert engine.created(COMMAND) == [], "nothing runs on the build machine"
     assert not engine.invokes, "nothing asks the registry"
     assert engine.release("kai-scheduler").inputs["chart"] == "charts/kai-scheduler"

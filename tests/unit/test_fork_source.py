@@ -1,0 +1,122 @@
+"""Preparing a fork's tree with real git against a local repository shaped like GitHub's: the pinned
+commit is reachable only from the pull request's head ref."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from components.config import ForkPin
+from components.fork_source import SourceError, prepare_fork_source, run
+from components.forks import KAI_SCHEDULER
+
+PULL_REQUEST = 2368
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@dataclass
+class Upstream:
+    """A bare repository with two commits on refs/pull/<n>/head and none on any branch."""
+
+    url: str
+    first: str
+    second: str
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Upstream:
+    work = tmp_path / "author"
+    chart = work / KAI_SCHEDULER.chart_path
+    chart.mkdir(parents=True)
+    git(work, "init", "-q")
+    git(work, "config", "user.email", "dev@example.com")
+    git(work, "config", "user.name", "dev")
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: kai-scheduler\nversion: 0.0.1\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "first")
+    first = git(work, "rev-parse", "HEAD")
+    (chart / "values.yaml").write_text("global: {}\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "second")
+    second = git(work, "rev-parse", "HEAD")
+    bare = tmp_path / "KAI-Scheduler.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(work, "push", "-q", str(bare), f"HEAD:refs/pull/{PULL_REQUEST}/head")
+    return Upstream(str(bare), first, second)
+
+
+@dataclass
+class Recorder:
+    """Runs git for real and records every command; stands in for helm by writing the archive
+    `helm dependency build` would."""
+
+    commands: list[list[str]] = field(default_factory=list)
+
+    def __call__(self, command: Sequence[str], cwd: Path) -> str:
+        self.commands.append(list(command))
+        if command[0] == "helm":
+            (Path(command[-1]) / "charts").mkdir(exist_ok=True)
+            (Path(command[-1]) / "charts" / "crds-0.0.1.tgz").write_bytes(b"")
+            return ""
+        return run(command, cwd)
+
+    def ran(self, *words: str) -> int:
+        return sum(command[: len(words)] == list(words) for command in self.commands)
+
+
+def pin(upstream: Upstream, commit: str) -> ForkPin:
+    return ForkPin(repository=upstream.url, pull_request=PULL_REQUEST, commit=commit)
+
+
+def test_a_fresh_machine_gets_the_pinned_commit_from_the_pull_request(upstream: Upstream, tmp_path: Path) -> None:
+    recorder = Recorder()
+    source = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path / "forks"), recorder)
+    assert git(source.path, "rev-parse", "HEAD") == upstream.first, "the pin, not the pull request's newest commit"
+    assert source.chart_path == tmp_path / "forks" / "KAI-Scheduler" / "deployments" / "kai-scheduler"
+    assert (source.chart_path / "Chart.yaml").exists()
+    assert recorder.ran("helm", "dependency", "build") == 1
+
+
+def test_a_tree_already_at_the_pin_is_left_alone(upstream: Upstream, tmp_path: Path) -> None:
+    prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
+    again = Recorder()
+    prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), again)
+    assert again.ran("git", "fetch") == 0, "no network when the tree is at the pin"
+    assert again.ran("helm") == 0, "the chart's dependency archives are already there"
+
+
+def test_a_pin_bump_moves_the_tree(upstream: Upstream, tmp_path: Path) -> None:
+    prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
+    source = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.second), str(tmp_path), Recorder())
+    assert git(source.path, "rev-parse", "HEAD") == upstream.second
+    assert (source.chart_path / "values.yaml").exists()
+
+
+def test_local_edits_are_refused_naming_the_tree(upstream: Upstream, tmp_path: Path) -> None:
+    source = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
+    (source.chart_path / "Chart.yaml").write_text("apiVersion: v2\nname: edited\nversion: 9.9.9\n")
+    with pytest.raises(SourceError, match="has local changes") as raised:
+        prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
+    assert str(source.path) in str(raised.value)
+    with pytest.raises(SourceError, match="has local changes"):
+        prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.second), str(tmp_path), Recorder())
+    assert git(source.path, "rev-parse", "HEAD") == upstream.first, "a refused bump leaves the tree where it was"
+
+
+def test_a_commit_the_pull_request_does_not_carry_is_a_clear_error(upstream: Upstream, tmp_path: Path) -> None:
+    missing = "0" * 40
+    with pytest.raises(SourceError, match=f"git checkout -q --detach {missing}"):
+        prepare_fork_source(KAI_SCHEDULER, pin(upstream, missing), str(tmp_path), Recorder())
+
+
+def test_an_unreachable_repository_is_a_clear_error(tmp_path: Path) -> None:
+    gone = ForkPin(repository=str(tmp_path / "gone.git"), pull_request=PULL_REQUEST, commit="1" * 40)
+    with pytest.raises(SourceError, match="git fetch"):
+        prepare_fork_source(KAI_SCHEDULER, gone, str(tmp_path / "forks"), Recorder())
