@@ -1,7 +1,8 @@
 """The dev stack (the laptop lab) under the real engine on the local control plane.
 
 There is no kind here, so the lab uses the local control plane as an existing cluster, with
-stand-in charts; fake GPUs come from the kwok node gpu-node-0.
+stand-in charts; fake GPUs come from the kwok node gpu-node-0. The lab proof runs against stand-ins
+for KAI's queue accounting and the isolator's webhook (tests/integration/stand_ins.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import leftovers
+from tests.integration.stand_ins import StandInIsolatorWebhook, StandInQueueAccounting
 from tests.integration.workspace import REPO, Workspace, kubectl, kubectl_json
 
 pytestmark = pytest.mark.integration
@@ -30,8 +32,6 @@ def dev_config() -> dict[str, Any]:
             "gpuNodes": [NODE],
             "nvmlMock": {"buildImage": False, "chart": {"chart": "charts/nvml-mock"}},
             "isolator": {"chart": {"chart": "charts/kai-resource-isolator"}},
-            # The stand-ins run no KAI, isolator webhook or reservation pods to prove anything with.
-            "prove": False,
         },
     }
 
@@ -39,10 +39,12 @@ def dev_config() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     kubectl("label", "node", NODE, "nvidia.com/gpu.memory-", "nvidia.com/gpu.product-", "nvidia.com/gpu.count-")
-    workspace = Workspace.create(tmp_path_factory.mktemp("dev"))
+    base = tmp_path_factory.mktemp("dev")
+    workspace = Workspace.create(base)
     workspace.new_stack("dev", dev_config())
-    yield workspace
-    workspace.pulumi("destroy", "--yes", "--skip-preview", stack="dev", check=False)
+    with StandInIsolatorWebhook(base), StandInQueueAccounting("default-queue", gpu_memory_mib=40960):
+        yield workspace
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="dev", check=False)
     kubectl("apply", "-f", str(REPO / "tests" / "fixtures" / "nodes" / "gpu-node.yaml"))
 
 
@@ -72,6 +74,14 @@ def test_up_runs_the_lab_and_reports_the_reservation_boundary(dev: Workspace) ->
     outputs = dev.outputs("dev")
     assert outputs["labPods"] == ["kai-whole-gpu", "gpu-sharing-with-isolation"]
     assert "ERROR_LIBRARY_NOT_FOUND" in outputs["sharedPodBoundary"]
+    proof = {r["check"]: r for r in outputs["proof"]}
+    assert list(proof) == ["allocatable-gpus", "queue-allocation", "isolator-injection", "reservation-boundary"]
+    assert all(r["passed"] for r in proof.values()), proof
+    assert "allocatable nvidia.com/gpu 8" in proof["allocatable-gpus"]["detail"]
+    assert "1 whole + 0.50 shared" in proof["queue-allocation"]["detail"]
+    assert "/etc/ld.so.preload and /usr/local/vgpu mounted" in proof["isolator-injection"]["detail"]
+    # kwok runs the shared pod, so there is no reservation pod to stop it: the proof says so.
+    assert "the shared pod runs" in proof["reservation-boundary"]["detail"]
 
 
 def test_the_dev_stack_passes_the_policy_pack(dev: Workspace) -> None:

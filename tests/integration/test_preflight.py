@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration.stand_ins import cri_log
 from tests.integration.workspace import REPO, Workspace, kubectl
 
 pytestmark = pytest.mark.integration
@@ -117,9 +118,7 @@ def check_pod_prints(tmp_path: Path) -> Iterator[Callable[[str], None]]:
     """
 
     def prints(report: str) -> None:
-        lines = (HOST_REPORTS / report).read_text().splitlines()
-        log = tmp_path / f"{report}.cri.log"
-        log.write_text("".join(f"2026-11-30T00:00:00.000000000Z stdout F {line}\n" for line in lines))
+        log = cri_log(HOST_REPORTS / report, tmp_path / f"{report}.cri.log")
         logs = {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "ClusterLogs",

@@ -12,7 +12,6 @@ it proves nothing about GPUs, which only a real GPU cluster can.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from components.proof import DEVICE_QUERY_POD, parse_annotation_grep
 from components.proof_resource import MPSD_SELECTOR
 from components.smoke_pods import SMOKE_POD_NAMES
 from tests.integration.conftest import StandInOperator
+from tests.integration.stand_ins import Poller, cri_log
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import REPO, Workspace, kubectl, kubectl_json
 
@@ -35,13 +35,6 @@ AGENTS_NAMESPACE = "gpu-fractioning"
 MPSD_POD = "mpsd-stand-in"
 # What the gpu-fractioning NRI plugin injects into a half-GPU pod of a 40 GiB A100, per the guide.
 INJECTED = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=19968M"}
-
-
-def cri_log(source: Path, target: Path) -> Path:
-    """kwok serves a Logs file in the container runtime's log format: one stamped line per line."""
-    lines = source.read_text().splitlines()
-    target.write_text("".join(f"2026-11-30T00:00:00.000000000Z stdout F {line}\n" for line in lines))
-    return target
 
 
 def envs(values: dict[str, str]) -> list[dict[str, str]]:
@@ -58,8 +51,8 @@ class StandInNode:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.calls = workdir / "stand-in-calls.log"
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._annotated: set[str] = set()
+        self._poller = Poller(self._step, 0.2)
 
     def show(self, *, memory_total: str, device_query: str, injected: dict[str, str], namespace_list: str) -> None:
         """Sets the evidence: fixture names under tests/fixtures/proof, and the env the pods see."""
@@ -99,23 +92,20 @@ class StandInNode:
         return self.calls.read_text().splitlines() if self.calls.exists() else []
 
     def __enter__(self) -> StandInNode:
-        self._thread.start()
+        self._poller.start()
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._poller.stop()
         for kind in ("execs.kwok.x-k8s.io", "logs.kwok.x-k8s.io"):
             kubectl("delete", kind, "--all", "-n", NAMESPACE, check=False)
         kubectl("delete", "clusterexecs.kwok.x-k8s.io", "mpsd-stand-in", check=False)
 
-    def _run(self) -> None:
-        annotated: set[str] = set()
-        while not self._stop.wait(0.2):
-            for pod in set(SMOKE_POD_NAMES) - annotated:
-                if self._annotate(pod):
-                    annotated.add(pod)
-            self._run_mpsd()
+    def _step(self) -> None:
+        for pod in set(SMOKE_POD_NAMES) - self._annotated:
+            if self._annotate(pod):
+                self._annotated.add(pod)
+        self._run_mpsd()
 
     @staticmethod
     def _annotate(pod: str) -> bool:

@@ -1,0 +1,204 @@
+"""Test doubles for what runs on a GPU cluster but not on the local control plane.
+
+Each says what it stands in for; none of them models a GPU. They exist so the program's own code
+paths (the proofs reading pods, queues, webhooks' effects and logs) run against a real API server.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.cluster_facts import parse_quantity
+from tests.integration.workspace import kubectl, kubectl_json
+
+GPU = "nvidia.com/gpu"
+
+
+def cri_log(source: Path, target: Path) -> Path:
+    """kwok serves a Logs file in the container runtime's log format: one stamped line per line."""
+    lines = source.read_text().splitlines()
+    target.write_text("".join(f"2026-11-30T00:00:00.000000000Z stdout F {line}\n" for line in lines))
+    return target
+
+
+class Poller:
+    """Runs `step` every `interval` seconds in a daemon thread while the context is open."""
+
+    def __init__(self, step: Callable[[], None], interval: float) -> None:
+        self._step, self._interval = step, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._step()
+
+
+class StandInQueueAccounting:
+    """Stands in for KAI's scheduler writing a Queue's status.allocated: the sum, over the queue's
+    Running pods, of whole GPUs requested and the `gpu-memory` share of the node's GPU memory."""
+
+    def __init__(self, queue: str, gpu_memory_mib: int) -> None:
+        self.queue, self.gpu_memory_mib = queue, gpu_memory_mib
+        self._poller = Poller(self._account, 1.0)
+
+    def __enter__(self) -> StandInQueueAccounting:
+        self._poller.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._poller.stop()
+
+    def allocated(self, pods: list[dict[str, Any]]) -> float:
+        total = 0.0
+        for pod in pods:
+            metadata, spec = pod["metadata"], pod["spec"]
+            if metadata.get("labels", {}).get("kai.scheduler/queue") != self.queue:
+                continue
+            if pod.get("status", {}).get("phase") != "Running":
+                continue
+            for container in spec.get("containers", []):
+                total += parse_quantity(str(container.get("resources", {}).get("limits", {}).get(GPU, "0")))
+            memory = metadata.get("annotations", {}).get("gpu-memory")
+            if memory:
+                total += int(memory) / self.gpu_memory_mib
+        return total
+
+    def _account(self) -> None:
+        if kubectl("get", "queues.scheduling.run.ai", self.queue, check=False).returncode != 0:
+            return
+        allocated = f"{round(self.allocated(kubectl_json('get', 'pods', '-A')['items']) * 1000)}m"
+        status = {"status": {"allocated": {GPU: allocated}, "requested": {GPU: allocated}}}
+        kubectl(
+            "patch",
+            "queues.scheduling.run.ai",
+            self.queue,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps(status),
+            check=False,
+        )
+
+
+# What kai-resource-isolator's webhook adds to a pod that asks for a GPU share (the lab's shape).
+ISOLATOR_PATCH_VOLUMES = [
+    {"name": "vgpu", "hostPath": {"path": "/usr/local/vgpu"}},
+    {"name": "ld-so-preload", "hostPath": {"path": "/usr/local/vgpu/ld.so.preload", "type": "File"}},
+]
+ISOLATOR_PATCH_MOUNTS = [
+    {"name": "vgpu", "mountPath": "/usr/local/vgpu"},
+    {"name": "ld-so-preload", "mountPath": "/etc/ld.so.preload"},
+]
+
+
+def isolator_patch(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON patch the stand-in isolator returns: nothing for pods without a GPU share."""
+    annotations = pod.get("metadata", {}).get("annotations") or {}
+    if "gpu-memory" not in annotations and "gpu-fraction" not in annotations:
+        return []
+    patch: list[dict[str, Any]] = [{"op": "add", "path": "/spec/volumes", "value": ISOLATOR_PATCH_VOLUMES}]
+    if pod["spec"].get("volumes"):
+        patch = [{"op": "add", "path": "/spec/volumes/-", "value": v} for v in ISOLATOR_PATCH_VOLUMES]
+    for index, container in enumerate(pod["spec"]["containers"]):
+        base = f"/spec/containers/{index}/volumeMounts"
+        if container.get("volumeMounts"):
+            patch += [{"op": "add", "path": f"{base}/-", "value": m} for m in ISOLATOR_PATCH_MOUNTS]
+        else:
+            patch.append({"op": "add", "path": base, "value": ISOLATOR_PATCH_MOUNTS})
+    return patch
+
+
+class _AdmissionHandler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        request = review["request"]
+        response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
+        patch = isolator_patch(request["object"])
+        if patch:
+            response |= {"patchType": "JSONPatch", "patch": base64.b64encode(json.dumps(patch).encode()).decode()}
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *_: Any) -> None:  # quiet test output
+        pass
+
+
+class StandInIsolatorWebhook:
+    """Stands in for kai-resource-isolator's mutating webhook: an HTTPS server on 127.0.0.1 that the
+    API server calls for pods in `namespace`, mounting HAMi-core's paths into pods with a GPU share."""
+
+    NAME = "stand-in-kai-resource-isolator"
+
+    def __init__(self, workdir: Path, namespace: str = "default") -> None:
+        self.workdir, self.namespace = workdir, namespace
+        self._server: HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> StandInIsolatorWebhook:
+        cert, key = self.workdir / "webhook.crt", self.workdir / "webhook.key"
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+            + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+            check=True,
+            capture_output=True,
+        )
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        self._server = HTTPServer(("127.0.0.1", 0), _AdmissionHandler)
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        port = self._server.server_address[1]
+        kubectl("apply", "-f", "-", input_text=yaml.safe_dump(self._configuration(port, cert.read_bytes())))
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        kubectl("delete", "mutatingwebhookconfiguration", self.NAME, "--ignore-not-found")
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _configuration(self, port: int, ca: bytes) -> dict[str, Any]:
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": self.NAME},
+            "webhooks": [
+                {
+                    "name": "pods.stand-in.kai-resource-isolator.test",
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{port}/mutate",
+                        "caBundle": base64.b64encode(ca).decode(),
+                    },
+                    "rules": [
+                        {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}
+                    ],
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": self.namespace}},
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "failurePolicy": "Ignore",
+                    "timeoutSeconds": 5,
+                }
+            ],
+        }
