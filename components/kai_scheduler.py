@@ -11,6 +11,7 @@ from components import helm
 from components.config import ChartSource, Kai
 
 QUEUE_API_VERSION = "scheduling.run.ai/v2"
+SHARD_API_VERSION = "kai.scheduler/v1"
 RESERVATION_NAMESPACE = "kai-resource-reservation"
 
 
@@ -58,8 +59,9 @@ class KaiScheduler(pulumi.ComponentResource):
     """Installs KAI-Scheduler into its namespace (with the image pull secret, if any) and waits
     until every workload of the release is ready.
 
-    It also owns what the chart leaves behind on uninstall (the reservation namespace and the
-    default queues it names in `kept_queues`). The CRDs stay, as Helm leaves them: other
+    It also owns what the chart leaves behind on uninstall: the reservation namespace, the
+    default queues it names in `kept_queues`, and the `default` SchedulingShard, whose scheduler
+    Deployment would otherwise outlive the release. The CRDs stay, as Helm leaves them: other
     workloads may use them.
     """
 
@@ -95,5 +97,6 @@ class KaiScheduler(pulumi.ComponentResource):
         )
         for queue in kept_queues:
             helm.adopt(f"{name}-{queue}", QUEUE_API_VERSION, "Queue", queue, after_release)
+        helm.adopt(f"{name}-default-shard", SHARD_API_VERSION, "SchedulingShard", "default", after_release)
         self.status = self.release.status.status
         self.register_outputs({"status": self.status})

@@ -93,6 +93,7 @@ def leftovers() -> dict[str, list[str]]:
     for kind in (
         "gpufractioningconfigs",
         "queues.scheduling.run.ai",
+        "schedulingshards.kai.scheduler",
         "configs.kai.scheduler",
         "clusterpolicies.nvidia.com",
     ):

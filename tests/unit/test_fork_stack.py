@@ -349,9 +349,11 @@ def test_objects_the_kai_chart_keeps_on_uninstall_are_owned_and_deleted_before_i
         for typ, name in [
             ("kubernetes:scheduling.run.ai/v2:Queue", "default-parent-queue"),
             ("kubernetes:scheduling.run.ai/v2:Queue", "default-queue"),
+            ("kubernetes:kai.scheduler/v1:SchedulingShard", "default-shard"),
             ("kubernetes:core/v1:Namespace", "reservation-namespace"),
         ]
     }
+    assert adopted["default-shard"].inputs["metadata"]["name"] == "default"
     assert adopted["reservation-namespace"].inputs["metadata"]["name"] == "kai-resource-reservation"
     for name, resource in adopted.items():
         assert engine.waits_for(resource, kai), f"{name} must be deleted before KAI is uninstalled"
