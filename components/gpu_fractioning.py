@@ -11,7 +11,11 @@ from components import helm
 from components.config import GpuFractioning as GpuFractioningConfig
 from components.config import NodeRuntime
 from components.forks import GPU_FRACTIONING
+from components.teardown import PodsGoneBeforeUninstall
 
+MPSD_SELECTOR = "app.kubernetes.io/component=mpsd"
+# The guide waits this long for the mpsd pods to terminate; they take about a minute.
+MPSD_STOP_TIMEOUT_SECONDS = 180
 MPSD_BASE_MEMORY_MIB = 1024
 MPSD_BASE_GPUS = 16
 # mpsd holds one CUDA server context per GPU, about 50 MiB of host memory each.
@@ -82,8 +86,8 @@ class GpuFractioning(pulumi.ComponentResource):
     """Installs the gpu-fractioning chart and takes ownership of its `default` GpuFractioningConfig.
 
     Owning that object makes `pulumi destroy` delete it, and wait for the operator to clear its
-    finalizer and stop the MPS daemons, before the chart (and so the operator) is uninstalled.
-    Uninstalled the other way round, the finalizer can never be removed.
+    finalizer, then for the mpsd pods to be gone, before the chart (and so the operator) is
+    uninstalled. Uninstalled the other way round, the finalizer can never be removed.
     """
 
     release: k8s.helm.v3.Release
@@ -95,6 +99,8 @@ class GpuFractioning(pulumi.ComponentResource):
         config: GpuFractioningConfig,
         values: pulumi.Input[dict[str, Any]],
         local_chart: pulumi.Input[str] | None,
+        kubeconfig: pulumi.Input[str] | None,
+        context: str | None,
         pull_secret: helm.PullSecret | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -112,12 +118,24 @@ class GpuFractioning(pulumi.ComponentResource):
             privileged=True,
             pull_secret=pull_secret,
         )
+        # Destroy runs this backwards: the config goes, then the mpsd pods, then the release.
+        daemons_stopped = PodsGoneBeforeUninstall(
+            f"{name}-mpsd-stopped",
+            kubeconfig=kubeconfig,
+            context=context,
+            namespace=config.namespace,
+            label_selector=MPSD_SELECTOR,
+            timeout_seconds=MPSD_STOP_TIMEOUT_SECONDS,
+            fix=f"The operator stops them once the default {CONFIG_KIND} is deleted: check "
+            f"`kubectl -n {config.namespace} logs deploy/gpu-fractioning-operator`, or delete the pods.",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+        )
         self.default_config = helm.adopt(
             f"{name}-default-config",
             CONFIG_API_VERSION,
             CONFIG_KIND,
             "default",
-            pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+            pulumi.ResourceOptions(parent=self, depends_on=[daemons_stopped]),
         )
         self.status = self.release.status.status
         self.register_outputs({"status": self.status})

@@ -19,6 +19,8 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
 from components.cluster_facts import GPU_PRESENT_LABEL, GPU_PRODUCT_LABEL, api_client, raw_json
+from components.dynamic_cluster import ACCESS_KEYS, cluster_props, with_secret_kubeconfig
+from components.gpu_fractioning import MPSD_SELECTOR
 from components.proof import (
     DEVICE_QUERY_IMAGE,
     DEVICE_QUERY_POD,
@@ -45,7 +47,6 @@ from components.proof import (
     sm_count_for_product,
 )
 
-MPSD_SELECTOR = "app.kubernetes.io/component=mpsd"
 NAMESPACE_LIST = ["nvidia-cuda-mps-control", "-p", "3", "namespace", "list", "--server=shared"]
 HOSTILE_MEMORY_QUERY = [
     "env",
@@ -452,7 +453,7 @@ class KubernetesProofCluster:
 # ---------------------------------------------------------------- dynamic providers and resources
 
 # Inputs that do not change what is proved; everything else re-runs the proof when it changes.
-_UNPROVED_KEYS = frozenset({"__provider", "results", "report", "kubeconfig", "context"})
+_UNPROVED_KEYS = ACCESS_KEYS | {"results", "report"}
 
 
 class _ProofProvider(ResourceProvider):
@@ -511,13 +512,8 @@ class GpusAllocatableProvider(_ProofProvider):
 
 
 def _proof_props(kubeconfig: pulumi.Input[str] | None, context: str | None, **props: Any) -> dict[str, Any]:
-    """A proof's inputs: cluster access (the kubeconfig as a secret) and what it proves; its outputs start empty."""
-    secret = pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None
-    return {"kubeconfig": secret, "context": context, **props, "results": None, "report": None}
-
-
-def _secret_opts(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
-    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]))
+    """A proof's inputs (see cluster_props); its outputs start empty."""
+    return cluster_props(kubeconfig, context, **props, results=None, report=None)
 
 
 class SmokeProof(Resource, module="kai-gpu-fractions", name="SmokeProof"):
@@ -563,7 +559,7 @@ class SmokeProof(Resource, module="kai-gpu-fractions", name="SmokeProof"):
             timeout_seconds=timeout_seconds,
             triggers=triggers,
         )
-        super().__init__(SmokeProofProvider(), name, props, _secret_opts(opts))
+        super().__init__(SmokeProofProvider(), name, props, with_secret_kubeconfig(opts))
 
 
 class LabProof(Resource, module="kai-gpu-fractions", name="LabProof"):
@@ -602,7 +598,7 @@ class LabProof(Resource, module="kai-gpu-fractions", name="LabProof"):
             timeout_seconds=timeout_seconds,
             triggers=triggers,
         )
-        super().__init__(LabProofProvider(), name, props, _secret_opts(opts))
+        super().__init__(LabProofProvider(), name, props, with_secret_kubeconfig(opts))
 
 
 class GpusAllocatable(Resource, module="kai-gpu-fractions", name="GpusAllocatable"):
@@ -630,4 +626,4 @@ class GpusAllocatable(Resource, module="kai-gpu-fractions", name="GpusAllocatabl
             nodes=nodes,
             timeout_seconds=timeout_seconds,
         )
-        super().__init__(GpusAllocatableProvider(), name, props, _secret_opts(opts))
+        super().__init__(GpusAllocatableProvider(), name, props, with_secret_kubeconfig(opts))

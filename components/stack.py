@@ -131,6 +131,8 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
             pull_secret_name,
         ),
         local_chart=agents_fork.chart,
+        kubeconfig=kubeconfig_path(config),
+        context=config.cluster.context,
         pull_secret=pull_secret,
         # The node agents serve KAI's annotations, and KAI's operator waits for their config.
         opts=after(in_cluster, kai, agents_fork.images),

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import shutil
-import threading
-from collections.abc import Iterator
+import time
 from pathlib import Path
 
 import pytest
 
+from components.gpu_fractioning import MPSD_SELECTOR
+from tests.integration.stand_ins import Poller
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, require_env
 
 FINALIZER = "gpu-fractioning.nvidia.com/cleanup-node-conditions"
+CLEAR = '{"metadata":{"finalizers":null}}'
+AGENTS = "gpu-fractioning"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -31,55 +35,82 @@ def workspace(tmp_path: Path) -> Workspace:
 
 
 class StandInOperator:
-    """Test double for the gpu-fractioning operator's finalizer handling.
+    """Test double for the gpu-fractioning operator's part in the uninstall.
 
-    The real operator clears the finalizer of a deleted GpuFractioningConfig after stopping the
-    MPS daemons; it can do so only while it is installed. This double clears it only while the
-    chart's operator Deployment exists, so a destroy in the wrong order leaves the object stuck.
+    While its Deployment exists and the `default` GpuFractioningConfig is live, it runs one mpsd
+    pod (with a finalizer, so it terminates slowly, as mpsd takes about a minute). When the config
+    is deleted it stops the mpsd pods and clears the config's finalizer; the real operator can do
+    either only while it is installed, so a destroy in the wrong order leaves the config stuck. It
+    records when the mpsd pods and the operator Deployment are gone, so tests can check the order.
     """
 
+    MPSD_POD = "gpu-fractioning-mpsd-stand-in"
+    MPSD_FINALIZER = "kai-gpu-fractions.test/mps-shutdown"
+    MPSD_STOP_SECONDS = 8.0
+
     def __init__(self) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._poller = Poller(self._step, 0.5)
         self.cleared: list[str] = []
+        self.mpsd_started = False
+        self.mpsd_gone_at: float | None = None
+        self.operator_gone_at: float | None = None
+        self._operator_seen = False
+        self._stopping_since: float | None = None
 
     def __enter__(self) -> StandInOperator:
-        self._thread.start()
+        self._poller.start()
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._poller.stop()
 
-    def _run(self) -> None:
-        while not self._stop.wait(1.0):
-            operator = kubectl("-n", "gpu-fractioning", "get", "deploy", "gpu-fractioning-operator", check=False)
-            if operator.returncode != 0:
-                continue
-            configs = kubectl("get", "gpufractioningconfigs", "-o", "json", check=False)
-            if configs.returncode != 0:
-                continue
-            import json
+    def _step(self) -> None:
+        operator = kubectl("-n", AGENTS, "get", "deploy", "gpu-fractioning-operator", check=False).returncode == 0
+        if operator:
+            self._operator_seen = True
+        elif self._operator_seen and self.operator_gone_at is None:
+            self.operator_gone_at = time.monotonic()
+        self._finish_stopping_mpsd()
+        configs = kubectl("get", "gpufractioningconfigs", "-o", "json", check=False)
+        if not operator or configs.returncode != 0:
+            return
+        for item in json.loads(configs.stdout)["items"]:
+            metadata = item["metadata"]
+            if not metadata.get("deletionTimestamp"):
+                self._run_mpsd()
+            elif FINALIZER in metadata.get("finalizers", []):
+                kubectl("-n", AGENTS, "delete", "pod", "-l", MPSD_SELECTOR, "--wait=false", check=False)
+                kubectl("patch", "gpufractioningconfig", metadata["name"], "--type=merge", "-p", CLEAR, check=False)
+                self.cleared.append(metadata["name"])
 
-            for item in json.loads(configs.stdout)["items"]:
-                metadata = item["metadata"]
-                if metadata.get("deletionTimestamp") and FINALIZER in metadata.get("finalizers", []):
-                    kubectl(
-                        "patch",
-                        "gpufractioningconfig",
-                        metadata["name"],
-                        "--type=merge",
-                        "-p",
-                        '{"metadata":{"finalizers":null}}',
-                        check=False,
-                    )
-                    self.cleared.append(metadata["name"])
+    def _run_mpsd(self) -> None:
+        if self.mpsd_started or kubectl("get", "namespace", AGENTS, check=False).returncode != 0:
+            return
+        label, value = MPSD_SELECTOR.split("=")
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": self.MPSD_POD,
+                "namespace": AGENTS,
+                "labels": {label: value},
+                "finalizers": [self.MPSD_FINALIZER],
+            },
+            "spec": {"nodeName": "gpu-node-0", "containers": [{"name": "mpsd", "image": "stand-in"}]},
+        }
+        self.mpsd_started = kubectl("apply", "-f", "-", input_text=json.dumps(pod), check=False).returncode == 0
 
-
-@pytest.fixture
-def stand_in_operator() -> Iterator[StandInOperator]:
-    with StandInOperator() as operator:
-        yield operator
+    def _finish_stopping_mpsd(self) -> None:
+        found = kubectl("-n", AGENTS, "get", "pod", self.MPSD_POD, "-o", "json", check=False)
+        if found.returncode != 0:
+            if self.mpsd_started and self.mpsd_gone_at is None:
+                self.mpsd_gone_at = time.monotonic()
+            return
+        if not json.loads(found.stdout)["metadata"].get("deletionTimestamp"):
+            return
+        self._stopping_since = self._stopping_since or time.monotonic()
+        if time.monotonic() - self._stopping_since >= self.MPSD_STOP_SECONDS:
+            kubectl("-n", AGENTS, "patch", "pod", self.MPSD_POD, "--type=merge", "-p", CLEAR, check=False)
 
 
 def leftovers() -> dict[str, list[str]]:

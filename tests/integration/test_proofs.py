@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from components.gpu_fractioning import MPSD_SELECTOR
 from components.proof import DEVICE_QUERY_POD, parse_annotation_grep
-from components.proof_resource import MPSD_SELECTOR
 from components.smoke_pods import SMOKE_POD_NAMES
 from tests.integration.conftest import StandInOperator
 from tests.integration.stand_ins import Poller, cri_log

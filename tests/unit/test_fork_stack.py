@@ -152,6 +152,21 @@ def test_destroy_deletes_the_default_gpu_fractioning_config_before_the_chart() -
     )
 
 
+def test_destroy_waits_for_the_mpsd_pods_after_the_config_and_before_the_chart() -> None:
+    engine, _ = run_program(A100)
+    config = engine.one(
+        "kubernetes:gpu-fractioning.kai.scheduler/v1alpha1:GpuFractioningConfig", "gpu-fractioning-default-config"
+    )
+    (waiter,) = [r for r in engine.registrations if r.name == "gpu-fractioning-mpsd-stopped"]
+    assert (waiter.inputs["namespace"], waiter.inputs["label_selector"]) == (
+        "gpu-fractioning",
+        "app.kubernetes.io/component=mpsd",
+    ), "the guide's `kubectl wait --for=delete pod -l app.kubernetes.io/component=mpsd`"
+    assert waiter.inputs["timeout_seconds"] == 180
+    assert engine.waits_for(config, waiter), "the config is deleted before the wait starts"
+    assert engine.waits_for(waiter, engine.release("gpu-fractioning")), "the chart goes only after the wait"
+
+
 def test_each_fork_is_checked_out_at_its_pinned_commit_before_anything_registers() -> None:
     engine, _ = run_program(A100)
     sources = {key: (pin.pull_request, pin.commit, workdir) for key, pin, workdir in engine.fork_sources}

@@ -1,0 +1,37 @@
+"""The teardown wait's decision: done when no pod matches, an error naming them at the deadline."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.teardown import POLL_SECONDS, PodsStillRunning, wait_until_gone
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def test_it_returns_once_the_pods_are_gone() -> None:
+    clock = Clock()
+    listings = iter([["mpsd-a", "mpsd-b"], ["mpsd-b"], []])
+    wait_until_gone(lambda: next(listings), "gpu-fractioning", 180, "fix", clock.now, clock.sleep)
+    assert clock.t == 2 * POLL_SECONDS
+
+
+def test_pods_left_at_the_deadline_fail_the_destroy_naming_them_and_the_fix() -> None:
+    clock = Clock()
+    with pytest.raises(PodsStillRunning) as raised:
+        wait_until_gone(
+            lambda: ["mpsd-x"], "gpu-fractioning (app=mpsd)", 9, "Check the operator.", clock.now, clock.sleep
+        )
+    message = str(raised.value)
+    assert "mpsd-x" in message and "gpu-fractioning (app=mpsd)" in message and "after 9s" in message
+    assert "Check the operator." in message and "pulumi destroy" in message
+    assert clock.t >= 9
