@@ -257,10 +257,17 @@ all_running() {
   for name in "${COMPONENTS[@]}"; do pid_of "$name" >/dev/null || return 1; done
 }
 
+# What the running processes were started from: this script and the kwok stages it loads.
+fingerprint() { cat "${BASH_SOURCE[0]}" "$KWOK_FIXTURES/stages.yaml" | sha256sum | cut -d' ' -f1; }
+
 cmd_up() {
   if all_running; then
-    log "already up; KUBECONFIG=$KUBECONFIG_FILE"
-    return
+    if [[ -f $STATE/run/fingerprint && $(<"$STATE/run/fingerprint") == "$(fingerprint)" ]]; then
+      log "already up; KUBECONFIG=$KUBECONFIG_FILE"
+      return
+    fi
+    log "restarting: this script or the kwok stages changed since the control plane started"
+    cmd_down
   fi
   cmd_build
   local start=$SECONDS pki=$STATE/pki
@@ -323,6 +330,7 @@ YAML
 
   kubectl apply -f "$NODES_DIR" >&2
   wait_for "the fake nodes to be Ready" 60 kubectl wait --for=condition=Ready --timeout=1s -f "$NODES_DIR"
+  fingerprint >"$STATE/run/fingerprint"
   log "up in $((SECONDS - start))s; KUBECONFIG=$KUBECONFIG_FILE"
 }
 
