@@ -40,8 +40,9 @@ class StandInOperator:
     While its Deployment exists and the `default` GpuFractioningConfig is live, it runs one mpsd
     pod (with a finalizer, so it terminates slowly, as mpsd takes about a minute). When the config
     is deleted it stops the mpsd pods and clears the config's finalizer; the real operator can do
-    either only while it is installed, so a destroy in the wrong order leaves the config stuck. It
-    records when the mpsd pods and the operator Deployment are gone, so tests can check the order.
+    either only while it is installed, so a destroy in the wrong order leaves the config stuck. When
+    it finally lets an mpsd pod go it records whether the operator Deployment still existed, so a
+    test can tell that the chart waited for the daemons.
     """
 
     MPSD_POD = "gpu-fractioning-mpsd-stand-in"
@@ -52,9 +53,8 @@ class StandInOperator:
         self._poller = Poller(self._step, 0.5)
         self.cleared: list[str] = []
         self.mpsd_started = False
-        self.mpsd_gone_at: float | None = None
-        self.operator_gone_at: float | None = None
-        self._operator_seen = False
+        # One entry per mpsd pod let go: whether the operator Deployment still existed then.
+        self.mpsd_stopped_with_operator: list[bool] = []
         self._stopping_since: float | None = None
 
     def __enter__(self) -> StandInOperator:
@@ -64,15 +64,14 @@ class StandInOperator:
     def __exit__(self, *_: object) -> None:
         self._poller.stop()
 
+    @staticmethod
+    def _operator_runs() -> bool:
+        return kubectl("-n", AGENTS, "get", "deploy", "gpu-fractioning-operator", check=False).returncode == 0
+
     def _step(self) -> None:
-        operator = kubectl("-n", AGENTS, "get", "deploy", "gpu-fractioning-operator", check=False).returncode == 0
-        if operator:
-            self._operator_seen = True
-        elif self._operator_seen and self.operator_gone_at is None:
-            self.operator_gone_at = time.monotonic()
         self._finish_stopping_mpsd()
         configs = kubectl("get", "gpufractioningconfigs", "-o", "json", check=False)
-        if not operator or configs.returncode != 0:
+        if not self._operator_runs() or configs.returncode != 0:
             return
         for item in json.loads(configs.stdout)["items"]:
             metadata = item["metadata"]
@@ -102,15 +101,19 @@ class StandInOperator:
 
     def _finish_stopping_mpsd(self) -> None:
         found = kubectl("-n", AGENTS, "get", "pod", self.MPSD_POD, "-o", "json", check=False)
-        if found.returncode != 0:
-            if self.mpsd_started and self.mpsd_gone_at is None:
-                self.mpsd_gone_at = time.monotonic()
-            return
-        if not json.loads(found.stdout)["metadata"].get("deletionTimestamp"):
+        if found.returncode != 0 or not json.loads(found.stdout)["metadata"].get("deletionTimestamp"):
             return
         self._stopping_since = self._stopping_since or time.monotonic()
         if time.monotonic() - self._stopping_since >= self.MPSD_STOP_SECONDS:
-            kubectl("-n", AGENTS, "patch", "pod", self.MPSD_POD, "--type=merge", "-p", CLEAR, check=False)
+            operator_runs = self._operator_runs()
+            if (
+                kubectl(
+                    "-n", AGENTS, "patch", "pod", self.MPSD_POD, "--type=merge", "-p", CLEAR, check=False
+                ).returncode
+                == 0
+            ):
+                self.mpsd_stopped_with_operator.append(operator_runs)
+                self._stopping_since = None
 
 
 def leftovers() -> dict[str, list[str]]:
