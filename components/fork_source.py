@@ -8,6 +8,7 @@ the pinned chart, so a pin bump shows its real chart diff.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,17 @@ class ForkSource:
 
 def run(command: Sequence[str], cwd: Path) -> str:
     try:
-        done = subprocess.run(list(command), cwd=cwd, capture_output=True, text=True, timeout=900, check=False)
+        done = subprocess.run(
+            list(command),
+            cwd=cwd,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            timeout=900,
+            check=False,
+            # A preview must fail, not wait for a password, when a repository needs credentials.
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise SourceError(f"`{' '.join(command)}` could not run: {error}") from None
     if done.returncode != 0:
@@ -41,29 +52,50 @@ def run(command: Sequence[str], cwd: Path) -> str:
     return done.stdout
 
 
+def fork_tree(recipe: ForkRecipe, pin: ForkPin, workdir: str) -> Path:
+    """One tree per pinned commit, so stacks pinning different commits never move each other's.
+
+    Relative to the project, as configured: an absolute path would differ between machines and
+    show as a change of every release and build on each of them.
+    """
+    return Path(workdir).expanduser() / recipe.checkout_dir / pin.commit[:12]
+
+
 def prepare_fork_source(recipe: ForkRecipe, pin: ForkPin, workdir: str, runner: Runner = run) -> ForkSource:
-    """The fork checked out detached at `pin.commit` (fetched from its pull request's head when
-    missing) with its chart's dependencies built; a tree with local changes is refused."""
-    # Relative to the project, as configured: an absolute path would differ between machines and
-    # show as a change of every release and build on each of them.
-    root = Path(workdir).expanduser() / recipe.checkout_dir
-    chart = root / recipe.chart_path
-    root.mkdir(parents=True, exist_ok=True)
+    """The fork checked out detached at `pin.commit` with its chart's dependencies built; a tree
+    with local changes is refused."""
+    root = fork_tree(recipe, pin, workdir)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SourceError(f"cannot create {root}: {error}") from None
     if not (root / ".git").exists():
         runner(["git", "init", "-q", "."], root)
+    checked_out = False
     if _head(root, runner) != pin.commit:
-        _refuse_local_changes(root, runner)
-        # The pinned commit may be on no branch: the pull request's head ref carries it.
-        runner(["git", "fetch", "-q", pin.repository, f"pull/{pin.pull_request}/head"], root)
+        _refuse_local_changes(root, recipe, runner)
+        _fetch(root, pin, runner)
         runner(["git", "checkout", "-q", "--detach", pin.commit], root)
         if _head(root, runner) != pin.commit:
             raise SourceError(f"{root} is not at {pin.commit} after the checkout")
+        checked_out = True
     # Local edits would be built into images and charts that claim to be the pinned commit.
-    _refuse_local_changes(root, runner)
-    if recipe.chart_needs_dependencies and not any((chart / "charts").glob("*.tgz")):
+    _refuse_local_changes(root, recipe, runner)
+    chart = root / recipe.chart_path
+    if recipe.chart_needs_dependencies and (checked_out or not any((chart / "charts").glob("*.tgz"))):
         # Helm refuses a chart whose declared dependencies are missing, even when disabled.
-        runner(["helm", "dependency", "build", str(chart)], root)
+        runner(["helm", "dependency", "build", recipe.chart_path], root)
     return ForkSource(root, chart)
+
+
+def _fetch(root: Path, pin: ForkPin, runner: Runner) -> None:
+    # The pinned commit may be on no branch: the pull request's head ref carries it. After a
+    # force-push it no longer does, but the host may still serve the commit by its SHA.
+    runner(["git", "fetch", "-q", pin.repository, f"pull/{pin.pull_request}/head"], root)
+    try:
+        runner(["git", "cat-file", "-e", f"{pin.commit}^{{commit}}"], root)
+    except SourceError:
+        runner(["git", "fetch", "-q", pin.repository, pin.commit], root)
 
 
 def _head(root: Path, runner: Runner) -> str:
@@ -73,11 +105,14 @@ def _head(root: Path, runner: Runner) -> str:
         return ""  # a fresh repository has no commit yet
 
 
-def _refuse_local_changes(root: Path, runner: Runner) -> None:
-    # Untracked files are allowed: `helm dependency build` writes the chart's dependency archives.
-    changes = runner(["git", "status", "--porcelain", "--untracked-files=no"], root).strip()
+def _refuse_local_changes(root: Path, recipe: ForkRecipe, runner: Runner) -> None:
+    # The only files allowed that git does not know: the dependency archives `helm dependency
+    # build` writes into the chart's charts/ directory.
+    generated = f"?? {recipe.chart_path}/charts/"
+    status = runner(["git", "status", "--porcelain", "--untracked-files=all"], root).splitlines()
+    changes = [line for line in status if line.strip() and not line.startswith(generated)]
     if changes:
         raise SourceError(
-            f"{root} has local changes ({changes.splitlines()[0].strip()} …): commit or discard them "
-            "(git stash), or point forks.workdir at a clean directory"
+            f"{root} has local changes ({changes[0].strip()} …): commit or discard them "
+            "(git stash, git clean), or point forks.workdir at a clean directory"
         )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import StandInOperator
+from tests.integration.conftest import StandInOperator, leftovers
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import REPO, Workspace, kubectl_json
 
@@ -50,13 +50,15 @@ def test_a_fresh_machine_checks_the_fork_out_again_and_sees_no_changes(tmp_path:
         "gpuFractioning": {"repository": repository, "pullRequest": PULL_REQUEST, "commit": commit},
     }
     workspace.new_stack("fork-chart", config, secrets={"registryPassword": PASSWORD})
-    checkout = workspace.root / ".forks" / "kai-gpu-fractioning"
+    checkout = workspace.root / ".forks" / "kai-gpu-fractioning" / commit[:12]
     try:
         workspace.pulumi("up", "--yes", "--skip-preview", stack="fork-chart", timeout=1200)
         assert git(checkout, "rev-parse", "HEAD") == commit
         state = json.loads(workspace.pulumi("stack", "export", stack="fork-chart").stdout)
         (release,) = [r for r in state["deployment"]["resources"] if r["urn"].endswith("::gpu-fractioning-release")]
-        assert release["inputs"]["chart"] == ".forks/kai-gpu-fractioning/operator/charts", "relative to the project"
+        assert release["inputs"]["chart"] == f".forks/kai-gpu-fractioning/{commit[:12]}/operator/charts", (
+            "relative to the project"
+        )
         operator = kubectl_json("-n", "gpu-fractioning", "get", "deployment", "gpu-fractioning-operator")
         assert operator["spec"]["template"]["spec"]["containers"][0]["image"].endswith(f":smshare-44d1d0a-{commit[:7]}")
 
@@ -73,3 +75,4 @@ def test_a_fresh_machine_checks_the_fork_out_again_and_sees_no_changes(tmp_path:
     finally:
         with StandInOperator():
             workspace.pulumi("destroy", "--yes", "--skip-preview", stack="fork-chart", check=False, timeout=900)
+    assert leftovers() == {}, "destroy must leave nothing for the next tests"

@@ -15,7 +15,7 @@ from pulumi.runtime import mocks, rpc
 import components.stack
 from components.cluster_facts import ClusterFacts, HostFacts, NodeFacts
 from components.config import ForkPin
-from components.fork_source import ForkSource
+from components.fork_source import ForkSource, fork_tree
 from components.forks import ForkRecipe
 
 PROJECT = "kai-gpu-fractions"
@@ -52,7 +52,7 @@ class Engine(mocks.Mocks):
 
     def prepare_fork_source(self, recipe: ForkRecipe, pin: ForkPin, workdir: str) -> ForkSource:
         self.fork_sources.append((recipe.key, pin, workdir))
-        root = Path(workdir) / recipe.checkout_dir
+        root = fork_tree(recipe, pin, workdir)
         return ForkSource(root, root / recipe.chart_path)
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:

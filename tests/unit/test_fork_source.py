@@ -28,6 +28,7 @@ class Upstream:
     url: str
     first: str
     second: str
+    author: Path
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def upstream(tmp_path: Path) -> Upstream:
     bare = tmp_path / "KAI-Scheduler.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     git(work, "push", "-q", str(bare), f"HEAD:refs/pull/{PULL_REQUEST}/head")
-    return Upstream(str(bare), first, second)
+    return Upstream(str(bare), first, second, work)
 
 
 @dataclass
@@ -62,8 +63,9 @@ class Recorder:
     def __call__(self, command: Sequence[str], cwd: Path) -> str:
         self.commands.append(list(command))
         if command[0] == "helm":
-            (Path(command[-1]) / "charts").mkdir(exist_ok=True)
-            (Path(command[-1]) / "charts" / "crds-0.0.1.tgz").write_bytes(b"")
+            charts = cwd / command[-1] / "charts"  # as helm resolves it: against its working directory
+            charts.mkdir()
+            (charts / "crds-0.0.1.tgz").write_bytes(b"")
             return ""
         return run(command, cwd)
 
@@ -79,9 +81,19 @@ def test_a_fresh_machine_gets_the_pinned_commit_from_the_pull_request(upstream: 
     recorder = Recorder()
     source = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path / "forks"), recorder)
     assert git(source.path, "rev-parse", "HEAD") == upstream.first, "the pin, not the pull request's newest commit"
-    assert source.chart_path == tmp_path / "forks" / "KAI-Scheduler" / "deployments" / "kai-scheduler"
+    assert source.path == tmp_path / "forks" / "KAI-Scheduler" / upstream.first[:12]
+    assert source.chart_path == source.path / "deployments" / "kai-scheduler"
     assert (source.chart_path / "Chart.yaml").exists()
     assert recorder.ran("helm", "dependency", "build") == 1
+
+
+def test_the_default_relative_workdir_works_from_the_project_directory(
+    upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    source = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), ".forks", Recorder())
+    assert source.chart_path == Path(".forks", "KAI-Scheduler", upstream.first[:12], "deployments", "kai-scheduler")
+    assert list((source.chart_path / "charts").glob("*.tgz")), "helm ran on the chart, not on a path below the tree"
 
 
 def test_a_tree_already_at_the_pin_is_left_alone(upstream: Upstream, tmp_path: Path) -> None:
@@ -92,27 +104,51 @@ def test_a_tree_already_at_the_pin_is_left_alone(upstream: Upstream, tmp_path: P
     assert again.ran("helm") == 0, "the chart's dependency archives are already there"
 
 
-def test_a_pin_bump_moves_the_tree(upstream: Upstream, tmp_path: Path) -> None:
-    prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
-    source = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.second), str(tmp_path), Recorder())
-    assert git(source.path, "rev-parse", "HEAD") == upstream.second
-    assert (source.chart_path / "values.yaml").exists()
+def test_each_pin_gets_its_own_tree_so_stacks_do_not_move_each_other(upstream: Upstream, tmp_path: Path) -> None:
+    first = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
+    second = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.second), str(tmp_path), Recorder())
+    assert first.path != second.path
+    assert (git(first.path, "rev-parse", "HEAD"), git(second.path, "rev-parse", "HEAD")) == (
+        upstream.first,
+        upstream.second,
+    )
+    assert (second.chart_path / "values.yaml").exists() and not (first.chart_path / "values.yaml").exists()
 
 
-def test_local_edits_are_refused_naming_the_tree(upstream: Upstream, tmp_path: Path) -> None:
+def test_local_edits_and_stray_files_are_refused_naming_the_tree(upstream: Upstream, tmp_path: Path) -> None:
     source = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
     (source.chart_path / "Chart.yaml").write_text("apiVersion: v2\nname: edited\nversion: 9.9.9\n")
     with pytest.raises(SourceError, match="has local changes") as raised:
         prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
     assert str(source.path) in str(raised.value)
-    with pytest.raises(SourceError, match="has local changes"):
-        prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.second), str(tmp_path), Recorder())
-    assert git(source.path, "rev-parse", "HEAD") == upstream.first, "a refused bump leaves the tree where it was"
+    git(source.path, "checkout", "-q", "--", ".")
+    (source.chart_path / "templates").mkdir()
+    (source.chart_path / "templates" / "extra.yaml").write_text("kind: ConfigMap\n")
+    with pytest.raises(SourceError, match="extra.yaml"):
+        prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
 
 
-def test_a_commit_the_pull_request_does_not_carry_is_a_clear_error(upstream: Upstream, tmp_path: Path) -> None:
+def test_the_charts_dependency_archives_are_the_only_untracked_files_allowed(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    source = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
+    assert list((source.chart_path / "charts").glob("*.tgz")), "the recorder wrote an archive, as helm would"
+    prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
+
+
+def test_a_force_pushed_pull_request_still_yields_the_pinned_commit(upstream: Upstream, tmp_path: Path) -> None:
+    # The pull request now points elsewhere; the host still serves the pinned commit by its SHA.
+    git(upstream.author, "push", "-q", upstream.url, f"{upstream.first}:refs/heads/kept")
+    git(upstream.author, "checkout", "-q", "--orphan", "rewritten")
+    git(upstream.author, "-c", "user.email=d@example.com", "-c", "user.name=d", "commit", "-q", "-m", "rewritten")
+    git(upstream.author, "push", "-q", "--force", upstream.url, f"HEAD:refs/pull/{PULL_REQUEST}/head")
+    source = prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
+    assert git(source.path, "rev-parse", "HEAD") == upstream.first
+
+
+def test_a_commit_the_host_does_not_have_is_a_clear_error(upstream: Upstream, tmp_path: Path) -> None:
     missing = "0" * 40
-    with pytest.raises(SourceError, match=f"git checkout -q --detach {missing}"):
+    with pytest.raises(SourceError, match=f"git fetch -q .* {missing}"):
         prepare_fork_source(KAI_SCHEDULER, pin(upstream, missing), str(tmp_path), Recorder())
 
 
@@ -120,3 +156,9 @@ def test_an_unreachable_repository_is_a_clear_error(tmp_path: Path) -> None:
     gone = ForkPin(repository=str(tmp_path / "gone.git"), pull_request=PULL_REQUEST, commit="1" * 40)
     with pytest.raises(SourceError, match="git fetch"):
         prepare_fork_source(KAI_SCHEDULER, gone, str(tmp_path / "forks"), Recorder())
+
+
+def test_a_workdir_that_cannot_be_created_is_a_clear_error(upstream: Upstream, tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file where the workdir should be")
+    with pytest.raises(SourceError, match="cannot create"):
+        prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path / "taken"), Recorder())

@@ -71,7 +71,9 @@ def test_kai_gets_exactly_the_guides_values_for_the_fork() -> None:
     engine, _ = run_program(A100)
     release = engine.release("kai-scheduler").inputs
     assert release["namespace"] == "kai-scheduler"
-    assert release["chart"] == ".forks/KAI-Scheduler/deployments/kai-scheduler", "the fork checkout's chart"
+    assert release["chart"] == f".forks/KAI-Scheduler/{KAI_COMMIT[:12]}/deployments/kai-scheduler", (
+        "the fork checkout's chart"
+    )
     assert release["values"] == {
         "global": {
             "gpuSharingMode": "NvFractions",
@@ -89,7 +91,7 @@ def test_kai_gets_exactly_the_guides_values_for_the_fork() -> None:
 def test_gpu_fractioning_gets_every_image_repository_and_tag() -> None:
     engine, _ = run_program(A100)
     release = engine.release("gpu-fractioning").inputs
-    assert release["chart"] == ".forks/kai-gpu-fractioning/operator/charts"
+    assert release["chart"] == f".forks/kai-gpu-fractioning/{AGENTS_COMMIT[:12]}/operator/charts"
     assert release["namespace"] == "gpu-fractioning"
     assert release["values"] == {
         "images": {
@@ -176,8 +178,14 @@ def test_each_fork_is_checked_out_at_its_pinned_commit_before_anything_registers
         "kai-gpu-fractioning": (147, AGENTS_COMMIT, ".forks"),
     }
     commands = commands_by_name(engine)
-    assert commands["kai-scheduler-images-build"]["environment"]["FORK_CHECKOUT"] == ".forks/KAI-Scheduler"
-    assert commands["kai-gpu-fractioning-images-build"]["environment"]["FORK_CHECKOUT"] == ".forks/kai-gpu-fractioning"
+    assert (
+        commands["kai-scheduler-images-build"]["environment"]["FORK_CHECKOUT"]
+        == f".forks/KAI-Scheduler/{KAI_COMMIT[:12]}"
+    )
+    assert (
+        commands["kai-gpu-fractioning-images-build"]["environment"]["FORK_CHECKOUT"]
+        == f".forks/kai-gpu-fractioning/{AGENTS_COMMIT[:12]}"
+    )
 
 
 def test_a_fork_that_cannot_be_checked_out_stops_the_program_before_anything_registers(
