@@ -18,7 +18,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
 from components.cluster_facts import api_client, raw_json
-from components.dynamic_cluster import ACCESS_KEYS, cluster_props, with_secret_kubeconfig
+from components.dynamic_cluster import cluster_props, with_secret_kubeconfig
 
 POLL_SECONDS = 3.0
 
@@ -50,7 +50,8 @@ class _PodsGoneProvider(ResourceProvider):
         return CreateResult(id_=uuid.uuid4().hex, outs=props)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = any(olds.get(k) != news.get(k) for k in set(olds) | set(news) if k not in ACCESS_KEYS)
+        # Cluster access counts too: the wait runs at destroy with what the state holds.
+        changed = any(olds.get(k) != news.get(k) for k in set(olds) | set(news) if k != "__provider")
         return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
@@ -58,20 +59,21 @@ class _PodsGoneProvider(ResourceProvider):
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         from kubernetes import client
+        from urllib3.exceptions import HTTPError
 
         namespace, selector = str(props["namespace"]), str(props["label_selector"])
-        try:
-            core = client.CoreV1Api(api_client(props.get("kubeconfig"), props.get("context")))
-            core.list_namespaced_pod(namespace, label_selector=selector, limit=1)
-        except Exception as error:  # an unreachable cluster fails the uninstalls next; say why here
-            pulumi.log.warn(f"could not check for pods {selector} in {namespace}: {error}")
-            return
+        core = client.CoreV1Api(api_client(props.get("kubeconfig"), props.get("context")))
 
         def names() -> list[str]:
             pods = raw_json(core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))
             return [str(pod["metadata"]["name"]) for pod in pods["items"]]
 
-        wait_until_gone(names, f"{namespace} ({selector})", float(props["timeout_seconds"]), str(props["fix"]))
+        try:
+            wait_until_gone(names, f"{namespace} ({selector})", float(props["timeout_seconds"]), str(props["fix"]))
+        except HTTPError as error:
+            # No connection at all: the cluster is gone or unreachable, and the uninstalls that
+            # follow say so. Any answer from the API server (403, 500) is an error here.
+            pulumi.log.warn(f"could not reach the cluster to wait for pods {selector} in {namespace}: {error}")
 
 
 class PodsGoneBeforeUninstall(Resource, module="kai-gpu-fractions", name="PodsGoneBeforeUninstall"):

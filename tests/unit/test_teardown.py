@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.teardown import POLL_SECONDS, PodsStillRunning, wait_until_gone
+from components.teardown import POLL_SECONDS, PodsStillRunning, _PodsGoneProvider, wait_until_gone
 
 
 class Clock:
@@ -35,3 +35,11 @@ def test_pods_left_at_the_deadline_fail_the_destroy_naming_them_and_the_fix() ->
     assert "mpsd-x" in message and "gpu-fractioning (app=mpsd)" in message and "after 9s" in message
     assert "Check the operator." in message and "pulumi destroy" in message
     assert clock.t >= 9
+
+
+def test_a_change_of_cluster_access_is_stored_because_the_wait_uses_it_at_destroy() -> None:
+    provider = _PodsGoneProvider()
+    props = {"namespace": "gpu-fractioning", "label_selector": "app=mpsd", "timeout_seconds": 180, "fix": "x"}
+    assert not provider.diff("id", {**props, "kubeconfig": "a"}, {**props, "kubeconfig": "a"}).changes
+    assert provider.diff("id", {**props, "kubeconfig": "a"}, {**props, "kubeconfig": "b"}).changes
+    assert provider.diff("id", {**props, "context": None}, {**props, "context": "gpu"}).changes
