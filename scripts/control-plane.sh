@@ -202,19 +202,21 @@ kubectl() { "$BIN/kubectl" --kubeconfig="$KUBECONFIG_FILE" "$@"; }
 
 # ---------------------------------------------------------------- up
 
+# make_pki: the CA and each key pair, made once; a state directory from an older version of
+# this script gets only what it lacks, so the certificates in use stay valid.
 make_pki() {
   local pki=$STATE/pki
-  [[ -f $pki/admin.crt && -f $pki/kwok.crt ]] && return
   command -v openssl >/dev/null || die "openssl is required (apt-get install openssl)"
   mkdir -p "$pki"
   (
     cd "$pki"
-    quiet openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=kgf-control-plane-ca \
-      -keyout ca.key -out ca.crt
-    # leaf NAME SUBJECT EXTENSION...: a key and certificate signed by the CA.
+    [[ -f ca.crt ]] || quiet openssl req -x509 -newkey rsa:2048 -nodes -days 3650 \
+      -subj /CN=kgf-control-plane-ca -keyout ca.key -out ca.crt
+    # leaf NAME SUBJECT EXTENSION...: a key and certificate signed by the CA, unless there is one.
     leaf() {
       local name=$1 subject=$2 ext=() e
       shift 2
+      [[ -f $name.crt ]] && return
       for e in basicConstraints=CA:FALSE "$@"; do ext+=(-addext "$e"); done
       quiet openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "$subject" \
         -CA ca.crt -CAkey ca.key "${ext[@]}" -keyout "$name.key" -out "$name.crt"
@@ -224,8 +226,10 @@ make_pki() {
     # system:masters is cluster-admin; every component and the tests use it.
     leaf admin "/O=system:masters/CN=kgf-admin" extendedKeyUsage=clientAuth
     leaf kwok /CN=kwok-kubelet extendedKeyUsage=serverAuth subjectAltName=IP:127.0.0.1
-    quiet openssl genrsa -out sa.key 2048
-    quiet openssl rsa -in sa.key -pubout -out sa.pub
+    if [[ ! -f sa.key ]]; then
+      quiet openssl genrsa -out sa.key 2048
+      quiet openssl rsa -in sa.key -pubout -out sa.pub
+    fi
   )
 }
 
