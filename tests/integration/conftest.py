@@ -63,6 +63,8 @@ class StandInOperator:
 
     def __exit__(self, *_: object) -> None:
         self._poller.stop()
+        # Never leave the test finalizer behind: it would hold the namespace in Terminating.
+        kubectl("-n", AGENTS, "patch", "pod", self.MPSD_POD, "--type=merge", "-p", CLEAR, check=False)
 
     @staticmethod
     def _operator_runs() -> bool:

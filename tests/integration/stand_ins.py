@@ -10,6 +10,7 @@ import base64
 import json
 import ssl
 import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -48,7 +49,10 @@ class Poller:
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
-            self._step()
+            try:
+                self._step()
+            except Exception as error:  # a stand-in that stops silently makes a confusing failure
+                print(f"stand-in step failed, retrying: {error!r}", file=sys.stderr)
 
 
 class StandInQueueAccounting:

@@ -22,7 +22,7 @@ import yaml
 from components.gpu_fractioning import MPSD_SELECTOR
 from components.proof import DEVICE_QUERY_POD, parse_annotation_grep
 from components.smoke_pods import SMOKE_POD_NAMES
-from tests.integration.conftest import StandInOperator
+from tests.integration.conftest import StandInOperator, leftovers
 from tests.integration.stand_ins import Poller, cri_log
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import REPO, Workspace, kubectl, kubectl_json
@@ -136,8 +136,10 @@ def proved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace
     workspace.new_stack("proof", config, secrets={"registryPassword": PASSWORD})
     with StandInNode(base) as node:
         yield workspace, node
-        with StandInOperator():
-            workspace.pulumi("destroy", "--yes", "--skip-preview", stack="proof", check=False)
+    # The node stand-in is gone first: its mpsd pod must not come back while destroy waits for it.
+    with StandInOperator():
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="proof")
+    assert leftovers() == {}, "destroy must leave nothing for the next tests"
 
 
 def test_up_ends_with_the_proof_as_outputs(proved: tuple[Workspace, StandInNode]) -> None:
