@@ -1,4 +1,4 @@
-"""Pods that ask for a GPU fraction run as non-root, unprivileged, without privilege escalation."""
+"""Pods that ask for a GPU fraction run non-root and unescalated, outside the node's IPC and PID namespaces."""
 
 from __future__ import annotations
 
@@ -39,19 +39,36 @@ def _root_violations(pod: PodView, container: Container) -> list[str]:
     return violations
 
 
+# gpu-fractioning hands each pod its own MPS pipe through NRI, so a fractional pod never needs these.
+HOST_NAMESPACES = (
+    ("hostIPC", "the node's IPC namespace, where the MPS server and other pods' MPS clients share memory"),
+    ("hostPID", "the node's process namespace, where it can see and signal the MPS daemons"),
+)
+
+
+def _host_namespace_violations(pod: PodView) -> list[str]:
+    return [
+        f"A pod that asks for a GPU fraction joins {what}; remove {pod.field(key)}: true."
+        for key, what in HOST_NAMESPACES
+        if dig(pod.spec, key) is True
+    ]
+
+
 def check_non_root_fractions(resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
     """Kubernetes allows privilege escalation unless told otherwise, so an absent setting is a violation."""
     pod = pod_view(resource_type, props)
     if pod is None or not pod.asks_for_fraction or pod.is_exempt(config):
         return []
-    return [violation for container in pod.containers for violation in _root_violations(pod, container)]
+    per_container = [violation for container in pod.containers for violation in _root_violations(pod, container)]
+    return _host_namespace_violations(pod) + per_container
 
 
 policy = ResourceValidationPolicy(
     name="gpu-pod-require-non-root-fractions",
     description=(
-        "Pods that ask for a GPU fraction run as non-root, unprivileged and without privilege escalation, "
-        "so they cannot raise their own MPS limits or delete a neighbour's MPS namespace."
+        "Pods that ask for a GPU fraction run as non-root, unprivileged, without privilege escalation and "
+        "without hostIPC or hostPID, so they cannot raise their own MPS limits, delete a neighbour's MPS "
+        "namespace or reach the MPS server outside their own pipe."
     ),
     validate=resource_validation(check_non_root_fractions),
     enforcement_level=EnforcementLevel.MANDATORY,
@@ -60,7 +77,8 @@ policy = ResourceValidationPolicy(
     remediation_steps=(
         "In every pod or pod template with a gpu-fraction or gpu-memory annotation, set "
         "spec.securityContext.runAsNonRoot: true with a non-zero runAsUser, and on every container set "
-        "securityContext.allowPrivilegeEscalation: false and no privileged: true. System daemons that must "
+        "securityContext.allowPrivilegeEscalation: false and no privileged: true; leave spec.hostIPC and "
+        "spec.hostPID unset. System daemons that must "
         "run as root belong in one of the exemptNamespaces."
     ),
 )

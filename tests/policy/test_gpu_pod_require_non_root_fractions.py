@@ -137,3 +137,31 @@ def test_an_unknown_security_setting_is_not_applicable() -> None:
     container(pod)["allowPrivilegeEscalation"] = UNKNOWN_STRING_VALUE
     outcome = run_resource(policy, golden.POD, pod)
     assert outcome.violations == [] and outcome.not_applicable, "unknown means not applicable, not a crash"
+
+
+@pytest.mark.parametrize(
+    ("key", "what"),
+    [
+        ("hostIPC", "the node's IPC namespace, where the MPS server and other pods' MPS clients share memory"),
+        ("hostPID", "the node's process namespace, where it can see and signal the MPS daemons"),
+    ],
+)
+def test_joining_the_nodes_ipc_or_process_namespace_fails(key: str, what: str) -> None:
+    pod = golden.smoke_pod()
+    pod["spec"][key] = True
+    assert run_resource(policy, golden.POD, pod).violations == [
+        f"A pod that asks for a GPU fraction joins {what}; remove spec.{key}: true."
+    ], "gpu-fractioning gives each pod its own MPS pipe; the node's namespaces reach everyone's"
+    pod["spec"][key] = False
+    assert run_resource(policy, golden.POD, pod).violations == [], "explicitly off is fine"
+
+
+def test_a_workload_template_that_joins_the_nodes_ipc_namespace_names_the_template_field() -> None:
+    pod = golden.smoke_pod()
+    pod["spec"]["hostIPC"] = True
+    props = golden.in_workload(golden.DEPLOYMENT, pod)
+    violations = run_resource(policy, golden.DEPLOYMENT, props).violations
+    assert violations == [
+        "A pod that asks for a GPU fraction joins the node's IPC namespace, where the MPS server and other pods' "
+        "MPS clients share memory; remove spec.template.spec.hostIPC: true."
+    ]
