@@ -8,6 +8,7 @@ the pinned chart, so a pin bump shows its real chart diff.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 from collections.abc import Callable, Sequence
@@ -63,12 +64,19 @@ def fork_tree(recipe: ForkRecipe, pin: ForkPin, workdir: str) -> Path:
 
 def prepare_fork_source(recipe: ForkRecipe, pin: ForkPin, workdir: str, runner: Runner = run) -> ForkSource:
     """The fork checked out detached at `pin.commit` with its chart's dependencies built; a tree
-    with local changes is refused."""
+    with local changes is refused. Runs of other stacks on this machine wait for each other."""
     root = fork_tree(recipe, pin, workdir)
     try:
         root.mkdir(parents=True, exist_ok=True)
+        lock = open(root.parent / f"{root.name}.lock", "w")  # noqa: SIM115 - held until the tree is ready
     except OSError as error:
         raise SourceError(f"cannot create {root}: {error}") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _prepare(root, recipe, pin, runner)
+
+
+def _prepare(root: Path, recipe: ForkRecipe, pin: ForkPin, runner: Runner) -> ForkSource:
     if not (root / ".git").exists():
         runner(["git", "init", "-q", "."], root)
     checked_out = False

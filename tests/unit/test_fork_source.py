@@ -3,7 +3,9 @@ commit is reachable only from the pull request's head ref."""
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from components.config import ForkPin
-from components.fork_source import SourceError, prepare_fork_source, run
+from components.fork_source import SourceError, fork_tree, prepare_fork_source, run
 from components.forks import KAI_SCHEDULER
 
 PULL_REQUEST = 2368
@@ -162,3 +164,21 @@ def test_a_workdir_that_cannot_be_created_is_a_clear_error(upstream: Upstream, t
     (tmp_path / "taken").write_text("a file where the workdir should be")
     with pytest.raises(SourceError, match="cannot create"):
         prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path / "taken"), Recorder())
+
+
+def test_a_second_run_on_the_same_machine_waits_for_the_first(upstream: Upstream, tmp_path: Path) -> None:
+    tree = fork_tree(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path))
+    tree.parent.mkdir(parents=True)
+    done = threading.Event()
+
+    def second_run() -> None:
+        prepare_fork_source(KAI_SCHEDULER, pin(upstream, upstream.first), str(tmp_path), Recorder())
+        done.set()
+
+    with open(tree.parent / f"{tree.name}.lock", "w") as held:  # another stack's preview holds the tree
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiting = threading.Thread(target=second_run)
+        waiting.start()
+        assert not done.wait(0.5), "it must not touch the tree while another run holds it"
+    waiting.join(timeout=30)
+    assert done.is_set(), "it proceeds once the other run is done"
