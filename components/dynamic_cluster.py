@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import traceback
 from typing import Any
 
 import pulumi
@@ -18,3 +20,24 @@ def cluster_props(kubeconfig: pulumi.Input[str] | None, context: str | None, **p
 
 def with_secret_kubeconfig(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]))
+
+
+class ReportedFailure(Exception):
+    """A finding for the operator (a failed proof, pods that did not stop), not a bug: the dynamic
+    provider server reports it as its message alone."""
+
+
+def report_failures_without_traceback() -> None:
+    """The dynamic provider server answers every exception with `traceback.format_exc()`, so a
+    failed proof would reach the operator under a dozen lines of Python frames (pulumi/pulumi#10416).
+    Called where the providers are defined; it changes the formatting of ReportedFailure only."""
+    original = traceback.format_exc
+    if getattr(original, "reports_failures_plainly", False):
+        return
+
+    def format_exc(limit: int | None = None, chain: bool = True) -> str:
+        error = sys.exc_info()[1]
+        return str(error) if isinstance(error, ReportedFailure) else original(limit, chain)
+
+    format_exc.reports_failures_plainly = True  # type: ignore[attr-defined]
+    traceback.format_exc = format_exc

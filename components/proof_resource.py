@@ -19,7 +19,13 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
 from components.cluster_facts import GPU_PRESENT_LABEL, GPU_PRODUCT_LABEL, api_client, raw_json
-from components.dynamic_cluster import ACCESS_KEYS, cluster_props, with_secret_kubeconfig
+from components.dynamic_cluster import (
+    ACCESS_KEYS,
+    ReportedFailure,
+    cluster_props,
+    report_failures_without_traceback,
+    with_secret_kubeconfig,
+)
 from components.gpu_fractioning import MPSD_SELECTOR
 from components.proof import (
     DEVICE_QUERY_IMAGE,
@@ -56,6 +62,8 @@ HOSTILE_MEMORY_QUERY = [
     "--format=csv,noheader",
 ]
 POLL_SECONDS = 5.0
+
+report_failures_without_traceback()
 
 
 class ProofCluster(Protocol):
@@ -364,7 +372,7 @@ def raise_on_failure(kind: str, results: Sequence[ProofResult]) -> None:
         raise ProofFailed(f"{kind} failed {len(failed)} of {len(results)} checks: {named}\n{format_proof(results)}")
 
 
-class ProofFailed(Exception):
+class ProofFailed(ReportedFailure):
     """A proof check failed: the caps are not shown to be enforced."""
 
 

@@ -18,12 +18,19 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
 from components.cluster_facts import api_client, raw_json
-from components.dynamic_cluster import cluster_props, with_secret_kubeconfig
+from components.dynamic_cluster import (
+    ReportedFailure,
+    cluster_props,
+    report_failures_without_traceback,
+    with_secret_kubeconfig,
+)
 
 POLL_SECONDS = 3.0
 
+report_failures_without_traceback()
 
-class PodsStillRunning(Exception):
+
+class PodsStillRunning(ReportedFailure):
     """Pods that should be gone are still there at the deadline."""
 
 

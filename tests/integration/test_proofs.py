@@ -188,6 +188,7 @@ def test_uncapped_evidence_fails_the_update_naming_each_check(proved: tuple[Work
     for check in ("injected-env", "memory-view", "sm-share"):
         assert f"{check}:" in result.output, f"the failure must name {check}"
     assert "108 of 108 SMs" in result.output
+    assert "Traceback" not in result.output, "a failed proof is a finding for the operator, not a crash"
     before = {r["check"]: r["passed"] for r in workspace.outputs("proof")["proof"]}
     assert all(before.values()), "a failed re-proof leaves the last good proof in the outputs"
     assert kubectl_json("get", "pod", "fraction-smoke-a", "-n", NAMESPACE)["status"]["phase"] == "Running"

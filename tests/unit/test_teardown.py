@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import traceback
+
 import pytest
 
+from components.dynamic_cluster import report_failures_without_traceback
 from components.teardown import POLL_SECONDS, PodsStillRunning, _PodsGoneProvider, wait_until_gone
 
 
@@ -43,3 +46,17 @@ def test_a_change_of_cluster_access_is_stored_because_the_wait_uses_it_at_destro
     assert not provider.diff("id", {**props, "kubeconfig": "a"}, {**props, "kubeconfig": "a"}).changes
     assert provider.diff("id", {**props, "kubeconfig": "a"}, {**props, "kubeconfig": "b"}).changes
     assert provider.diff("id", {**props, "context": None}, {**props, "context": "gpu"}).changes
+
+
+def test_a_reported_failure_reaches_the_operator_without_python_frames() -> None:
+    report_failures_without_traceback()
+    try:
+        raise PodsStillRunning("1 pod(s) in gpu-fractioning still there after 180s: mpsd-x.")
+    except PodsStillRunning:
+        reported = traceback.format_exc()  # what the dynamic provider server sends to the engine
+    assert reported == "1 pod(s) in gpu-fractioning still there after 180s: mpsd-x."
+    try:
+        raise KeyError("a bug")
+    except KeyError:
+        reported = traceback.format_exc()
+    assert reported.startswith("Traceback (most recent call last)"), "a bug keeps its traceback"
