@@ -25,6 +25,8 @@ GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_RESOURCE = "nvidia.com/gpu"
+# Node Feature Discovery's label for an NVIDIA PCI device, from which the GPU Operator derives gpu.present.
+NVIDIA_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 VERSION_LABEL = "app.kubernetes.io/version"
 CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL = "nvidia.com", "v1", "clusterpolicies"
 NRI_SOCKET = "/var/run/nri/nri.sock"
@@ -93,10 +95,17 @@ def node_facts(node: Mapping[str, Any], host: HostFacts | None = None) -> NodeFa
     )
 
 
+def is_gpu_node(node: NodeFacts) -> bool:
+    """Any sign of an NVIDIA GPU, so a node the GPU Operator has not labelled is still checked."""
+    labels = node.labels
+    return (
+        labels.get(GPU_PRESENT_LABEL) == "true" or labels.get(NVIDIA_PCI_LABEL) == "true" or node.gpu_count is not None
+    )
+
+
 def select_gpu_nodes(nodes: Sequence[NodeFacts]) -> list[NodeFacts]:
-    """Nodes labelled as GPU nodes; all nodes when none is, so that the missing label gets reported."""
-    labelled = [n for n in nodes if n.labels.get(GPU_PRESENT_LABEL) == "true"]
-    return labelled or list(nodes)
+    """The nodes with a GPU; all nodes when none shows one, so that the missing label gets reported."""
+    return [n for n in nodes if is_gpu_node(n)] or list(nodes)
 
 
 def runtime_class_handlers(items: Iterable[Mapping[str, Any]]) -> dict[str, str]:
@@ -198,6 +207,8 @@ def parse_nri_socket_listing(text: str, path: str = NRI_SOCKET) -> bool | None:
     for line in text.splitlines():
         if line.rstrip().endswith(path) and re.match(r"^[sdlbcp-][rwxsStT-]{9}", line):
             return line.startswith("s")
+    if "Permission denied" in text:
+        return None  # the node access is not root: it cannot tell
     if "No such file or directory" in text or "cannot access" in text:
         return False
     return None
@@ -222,6 +233,9 @@ def parse_pids(text: str) -> bool | None:
 def host_check_script(nri_socket_path: str = NRI_SOCKET) -> str:
     """A POSIX shell script for one GPU host (or `chroot /host`) that prints one section per fact.
 
+    Over SSH the script arrives on the shell's stdin (`sh -s`), so no command may read stdin:
+    nvidia-cuda-mps-control reads commands from it.
+
     With a GPU Operator-managed driver, the tools live in the driver container's root, which the
     operator mounts at /run/nvidia/driver on the host.
     """
@@ -232,17 +246,17 @@ in_driver_root() {{
   else echo "$1: command not found"; fi
 }}
 echo '### driver'
-in_driver_root nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>&1
+in_driver_root nvidia-smi --query-gpu=driver_version --format=csv,noheader </dev/null 2>&1
 echo '### mps-namespace'
-in_driver_root nvidia-cuda-mps-control -p 3 namespace --help 2>&1
+in_driver_root nvidia-cuda-mps-control -p 3 namespace --help </dev/null 2>&1
 echo '### fabricmanager'
-systemctl is-active nvidia-fabricmanager 2>&1
+systemctl is-active nvidia-fabricmanager </dev/null 2>&1
 echo '### fabricmanager-process'
-pgrep -x nv-fabricmanager 2>&1
+pgrep -x nv-fabricmanager </dev/null 2>&1
 echo '### nri-socket'
-ls -l {nri_socket_path} 2>&1
+ls -l {nri_socket_path} </dev/null 2>&1
 echo '### nvswitch'
-ls -d /dev/nvidia-nvswitch* 2>&1
+ls -d /dev/nvidia-nvswitch* </dev/null 2>&1
 echo '### end'
 """
 
@@ -299,13 +313,11 @@ class ClusterReader(Protocol):
 def collect_cluster_facts(
     reader: ClusterReader, host_runner: HostRunner | None = None, nri_socket_path: str = NRI_SOCKET
 ) -> ClusterFacts:
-    nodes = [node_facts(n) for n in reader.list_nodes(f"{GPU_PRESENT_LABEL}=true")] or [
-        node_facts(n) for n in reader.list_nodes()
-    ]
+    nodes = select_gpu_nodes([node_facts(n) for n in reader.list_nodes()])
     if host_runner is not None:
         nodes = [replace(n, host=read_host_facts(n.name, host_runner, nri_socket_path)) for n in nodes]
     return ClusterFacts(
-        gpu_nodes=select_gpu_nodes(nodes),
+        gpu_nodes=nodes,
         runtime_classes=runtime_class_handlers(reader.list_runtime_classes()),
         cluster_policy_version=cluster_policy_version(reader.list_cluster_policies()),
         can_create={resource: reader.can_create(group, resource) for resource, group in ADMIN_RESOURCES.items()},

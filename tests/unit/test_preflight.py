@@ -194,6 +194,17 @@ def test_an_nvswitch_node_without_fabricmanager_fails_but_a_node_without_nvswitc
     )
 
 
+def test_fabricmanager_down_is_excused_only_until_the_driver_this_stack_installs_runs() -> None:
+    stopped = prepared_node(host=replace(prepared_host(), fabricmanager_active=False))
+    installs = replace(FORK, stack_installs_gpu_operator=True, stack_installs_driver=True)
+    before = prepared(stopped, cluster_policy_version=None)
+    assert only(evaluate(before, installs, DEFAULTS), "fabricmanager").outcome == "pass", "it comes with the driver"
+    after_install = prepared(stopped)
+    assert only(evaluate(after_install, installs, DEFAULTS), "fabricmanager").outcome == "fail", (
+        "the operator's driver runs, so its Fabric Manager should: down is a fault"
+    )
+
+
 def test_each_missing_can_i_right_is_one_failing_line() -> None:
     rights = {**dict.fromkeys(ADMIN_RESOURCES, True), "clusterroles": False, "priorityclasses": False}
     failing = blocking(evaluate(prepared(can_create=rights), FORK, DEFAULTS))
@@ -368,6 +379,20 @@ def test_without_any_gpu_present_label_every_node_is_checked_so_the_label_gets_r
     assert [n.name for n in select_gpu_nodes(plain)] == ["cpu-0", "cpu-1"], "fall back to all nodes"
     labelled = [*plain, NodeFacts("gpu-0", labels={"nvidia.com/gpu.present": "true"})]
     assert [n.name for n in select_gpu_nodes(labelled)] == ["gpu-0"], "only labelled nodes otherwise"
+
+
+def test_a_gpu_node_without_the_label_is_still_checked_when_others_have_it() -> None:
+    plain = prepared_node(name="cpu-0", labels={}, allocatable={})
+    pci = {k: v for k, v in prepared_node().labels.items() if k != "nvidia.com/gpu.present"}
+    nodes = [
+        plain,
+        prepared_node(name="gpu-labelled"),
+        prepared_node(name="gpu-by-pci", labels={**pci, "feature.node.kubernetes.io/pci-10de.present": "true"}),
+    ]
+    selected = select_gpu_nodes(nodes)
+    assert [n.name for n in selected] == ["gpu-labelled", "gpu-by-pci"], "the CPU node is not a GPU node"
+    failing = {(f.check, f.target) for f in blocking(evaluate(prepared(*selected), FORK, DEFAULTS))}
+    assert failing == {("gpu-present-label", "node gpu-by-pci")}, "the DaemonSets would skip it without a word"
 
 
 @pytest.mark.parametrize(
@@ -589,3 +614,15 @@ def test_read_cluster_facts_asks_the_api_and_preflight_names_each_gap(api_server
         ("gpu-present-label", "node gpu-node-0"),
         ("gpu-memory-label", "node gpu-node-0"),
     }, "an unprepared cluster fails each missing prerequisite, by name"
+
+
+def test_an_nri_socket_the_node_access_may_not_read_is_not_checked_rather_than_missing() -> None:
+    denied = "ls: cannot access '/var/run/nri/nri.sock': Permission denied"
+    assert parse_nri_socket_listing(denied) is None, "a non-root SSH user cannot tell; it must not fail the row"
+
+
+def test_no_host_command_reads_the_script_it_arrives_in() -> None:
+    script = host_check_script()
+    commands = [line for line in script.splitlines() if line and not line.startswith(("echo", " ", "in_driver", "}"))]
+    commands += [line for line in script.splitlines() if line.startswith("in_driver_root ")]
+    assert commands and all("</dev/null" in line for line in commands), commands
