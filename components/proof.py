@@ -208,15 +208,20 @@ def decide_namespaces(
     fraction: float,
     default_percentage: float = DEFAULT_NAMESPACE_PERCENTAGE,
 ) -> ProofResult:
-    """At least one `kai_*` namespace per pod at the pod's share, and `default` at 10.00."""
+    """At least one `kai_*` namespace per pod at the pod's share, none without a cap, and `default`
+    at 10.00. Other pods' namespaces at other shares are fine: the server is the node's."""
     check = "mps-namespaces"
     expected = float(expected_percentage(fraction))
     kai = [n for n in namespaces if n.name.startswith(KAI_NAMESPACE_PREFIX)]
     capped = [
         n for n in kai if n.active_thread_percentage is not None and math.isclose(n.active_thread_percentage, expected)
     ]
+    uncapped = [n for n in kai if n.active_thread_percentage is None or n.active_thread_percentage >= 100]
     default = next((n for n in namespaces if n.name == "default"), None)
     problems = []
+    if uncapped:
+        shown = ", ".join(f"{n.name} at {n.active_thread_percentage or 'unlimited'}" for n in uncapped)
+        problems.append(f"kai_* namespaces without an SM cap: {shown}")
     if len(capped) < pods:
         others = ", ".join(f"{n.name} at {n.active_thread_percentage}" for n in kai if n not in capped)
         problems.append(

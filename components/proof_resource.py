@@ -18,7 +18,13 @@ from typing import Any, Protocol
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components.cluster_facts import GPU_PRESENT_LABEL, GPU_PRODUCT_LABEL, api_client, raw_json
+from components.cluster_facts import (
+    GPU_MEMORY_LABEL,
+    GPU_PRESENT_LABEL,
+    GPU_PRODUCT_LABEL,
+    api_client,
+    raw_json,
+)
 from components.dynamic_cluster import (
     ACCESS_KEYS,
     ReportedFailure,
@@ -144,6 +150,8 @@ def prove_smoke(cluster: ProofCluster, spec: SmokeSpec, clock: Clock | None = No
         return [ProofResult(check, False, reason) for check in checks]
     first = spec.pods[0]
     node = str((pods[first].get("spec") or {}).get("nodeName") or "")
+    # The binder computes the cap from the node's label; the config's figure only stands in for it.
+    gpu_memory_mib = _labelled_gpu_memory_mib(cluster, node) or spec.gpu_memory_mib
     results = [
         _guarded(
             "binder-annotations",
@@ -154,7 +162,7 @@ def prove_smoke(cluster: ProofCluster, spec: SmokeSpec, clock: Clock | None = No
             lambda: decide_env(
                 parse_env(cluster.exec(spec.namespace, first, spec.container, ["env"])),
                 spec.gpu_fraction,
-                spec.gpu_memory_mib,
+                gpu_memory_mib,
             ),
         ),
         _guarded("mps-namespaces", lambda: _namespaces(cluster, spec, node, clock)),
@@ -162,14 +170,19 @@ def prove_smoke(cluster: ProofCluster, spec: SmokeSpec, clock: Clock | None = No
             "memory-view",
             lambda: decide_memory_view(
                 parse_memory_total(cluster.exec(spec.namespace, first, spec.container, HOSTILE_MEMORY_QUERY)),
-                expected_memory_cap_mib(spec.gpu_memory_mib, spec.gpu_fraction),
-                spec.gpu_memory_mib,
+                expected_memory_cap_mib(gpu_memory_mib, spec.gpu_fraction),
+                gpu_memory_mib,
             ),
         ),
     ]
     if spec.measure_sm_share:
         results.append(_guarded("sm-share", lambda: _sm_share(cluster, spec, node, clock)))
     return results
+
+
+def _labelled_gpu_memory_mib(cluster: ProofCluster, node: str) -> int | None:
+    raw = ((cluster.read_node(node) or {}).get("metadata") or {}).get("labels", {}).get(GPU_MEMORY_LABEL, "")
+    return int(raw) if str(raw).isdigit() and int(raw) > 0 else None
 
 
 def _running_pods(cluster: ProofCluster, spec: SmokeSpec) -> dict[str, dict[str, Any]] | None:
@@ -208,7 +221,15 @@ def _sm_share(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock) -
         deadline = clock.now() + spec.timeout_seconds
         phase = _wait_for(clock, deadline, lambda: _finished(cluster.read_pod(spec.namespace, DEVICE_QUERY_POD)))
         if phase is None:
-            return ProofResult("sm-share", False, f"{DEVICE_QUERY_POD} did not finish in {spec.timeout_seconds}s")
+            pod = cluster.read_pod(spec.namespace, DEVICE_QUERY_POD)
+            events = cluster.events_for(spec.namespace, DEVICE_QUERY_POD)[-1:]
+            return ProofResult(
+                "sm-share",
+                False,
+                f"{DEVICE_QUERY_POD} did not finish in {spec.timeout_seconds}s (phase {_phase(pod)}"
+                + "".join(f"; {event}" for event in events)
+                + f"); it needs a free {spec.gpu_fraction:g} GPU besides the one the smoke pods hold",
+            )
         return decide_sm_share(
             parse_device_query(cluster.pod_logs(spec.namespace, DEVICE_QUERY_POD)), sm_count, spec.gpu_fraction
         )

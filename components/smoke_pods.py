@@ -38,7 +38,8 @@ def smoke_pod_manifest(name: str, config: SmokeTest) -> dict[str, Any]:
                 {
                     "name": CONTAINER,
                     "image": config.image,
-                    "command": ["sleep", "3600"],
+                    # They live as long as the stack: a re-run of the proof finds them running.
+                    "command": ["sleep", "infinity"],
                     "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
                 }
             ],

@@ -155,11 +155,13 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, agents))
         outputs["smokePods"] = smoke.names
         if config.smoke_test.prove:
-            outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, smoke)
+            outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, smoke, kai, agents)
     return outputs
 
 
-def prove_smoke_pods(config: StackConfig, smoke: SmokePods) -> tuple[pulumi.Output[Any], pulumi.Output[str]]:
+def prove_smoke_pods(
+    config: StackConfig, smoke: SmokePods, kai: KaiScheduler, agents: GpuFractioning
+) -> tuple[pulumi.Output[Any], pulumi.Output[str]]:
     # Imported here: the proof reads the cluster with the kubernetes client at `up` only.
     from components.proof_resource import SmokeProof
 
@@ -173,6 +175,8 @@ def prove_smoke_pods(config: StackConfig, smoke: SmokePods) -> tuple[pulumi.Outp
         namespace=config.smoke_test.namespace,
         queue=config.smoke_test.queue,
         agents_namespace=config.gpu_fractioning.namespace,
+        # A new revision of either release is a new install to prove; the outputs must not go stale.
+        triggers=pulumi.Output.all(kai.release.status.revision, agents.release.status.revision),
         opts=pulumi.ResourceOptions(depends_on=[smoke]),
     )
     return proof.results, proof.report

@@ -58,7 +58,7 @@ class Engine(mocks.Mocks):
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
         if args.typ == RELEASE:
-            state["status"] = {"status": "deployed", "name": args.inputs.get("name")}
+            state["status"] = {"status": "deployed", "name": args.inputs.get("name"), "revision": 1}
         if args.typ == "pulumi:index:Stash":
             state["output"] = args.inputs["input"]
         if args.typ.startswith(DYNAMIC):

@@ -391,6 +391,9 @@ def test_the_smoke_proof_runs_after_the_smoke_pods_with_the_guides_expectations(
     assert (proof.inputs["gpu_memory_mib"], proof.inputs["gpu_fraction"]) == (40960, 0.5)
     assert engine.waits_for(proof, engine.one("kai-gpu-fractions:smoke:SmokePods", "smoke-test"))
     assert outputs["proofReport"] == "mocked"
+    assert proof.inputs["triggers"] == [1, 1], "the releases' revisions: an upgrade of either re-runs the proof"
+    for release in ("kai-scheduler", "gpu-fractioning"):
+        assert engine.waits_for(proof, engine.release(release))
 
 
 def test_no_proof_when_proving_is_off() -> None:

@@ -416,6 +416,37 @@ def test_smoke_pods_that_never_run_fail_every_check_with_their_phase() -> None:
     assert all(not r.passed and "fraction-smoke-b Pending" in r.detail for r in results), format_proof(results)
 
 
+class EightyGigNode(FakeCluster):
+    def read_node(self, name: str) -> dict[str, Any] | None:
+        labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.memory": "81920"}
+        return {"metadata": {"name": name, "labels": labels}}
+
+
+def test_the_expected_caps_follow_the_nodes_gpu_memory_label_as_the_binder_does() -> None:
+    cluster = EightyGigNode(**vars(smoke_cluster()))
+    results = {r.check: r for r in prove_smoke(cluster, SPEC, NoWait())}
+    assert not results["injected-env"].passed, "19968M is half a 40 GiB card, not of this node's 80 GiB"
+    assert "40448" in results["injected-env"].detail, results["injected-env"].detail
+
+
+class PendingDeviceQuery(FakeCluster):
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        if name == DEVICE_QUERY_POD and name in self.created:
+            return {"status": {"phase": "Pending"}}
+        return super().read_pod(namespace, name)
+
+
+def test_a_device_query_pod_that_cannot_be_placed_says_why_and_what_it_needs() -> None:
+    cluster = PendingDeviceQuery(**vars(smoke_cluster()))
+    cluster.events = ["FailedScheduling: 0/1 nodes are available: insufficient GPU"]
+    results = {r.check: r for r in prove_smoke(cluster, SPEC, NoWait())}
+    detail = results["sm-share"].detail
+    assert not results["sm-share"].passed
+    assert "phase Pending; FailedScheduling: 0/1 nodes are available: insufficient GPU" in detail, detail
+    assert "needs a free 0.5 GPU besides the one the smoke pods hold" in detail
+    assert cluster.deleted[-1] == DEVICE_QUERY_POD, "the unplaced pod is removed too"
+
+
 def test_the_mpsd_pods_default_container_is_the_one_kubectl_would_exec_into() -> None:
     containers = {"containers": [{"name": "mpsd"}, {"name": "metricsd"}]}
     assert default_container({"metadata": {}, "spec": containers}) == "mpsd", "the first container"
@@ -576,3 +607,17 @@ def test_the_allocatable_wait_retries_until_the_device_plugin_advertises_every_g
     clock = Clock(now=lambda: float(next(ticks)), sleep=lambda _seconds: None)
     (result,) = wait_for_allocatable(Cluster(), 8, ["n0"], timeout_seconds=10, clock=clock)  # type: ignore[arg-type]
     assert result.passed, f"the third poll sees 8 GPUs: {result.detail}"
+
+
+def test_a_kai_namespace_without_a_cap_fails_even_beside_two_capped_ones() -> None:
+    listing = text("namespace-list-shared.txt")
+    listing += "kai_0c1d2e3f4a5b6c7d_8e9f0a1b2c3d4e5f6a7b   shared   Ready          unlimited             100.00\n"
+    result = decide_namespaces(parse_namespace_list(listing), pods=2, fraction=0.5)
+    assert not result.passed
+    assert "kai_0c1d2e3f4a5b6c7d_8e9f0a1b2c3d4e5f6a7b at 100.0" in result.detail, "the uncapped namespace is named"
+
+
+def test_other_pods_namespaces_at_other_shares_are_fine() -> None:
+    listing = text("namespace-list-shared.txt")
+    listing += "kai_0c1d2e3f4a5b6c7d_8e9f0a1b2c3d4e5f6a7b   shared   Ready          unlimited             25.00\n"
+    assert decide_namespaces(parse_namespace_list(listing), pods=2, fraction=0.5).passed, "a quarter-GPU tenant"
