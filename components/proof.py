@@ -356,6 +356,13 @@ def decide_queue_allocation(allocated: float | None, queue: str, whole_gpus: int
     if allocated is None:
         return ProofResult(check, False, f"queue {queue} reports no allocated GPU")
     slice_ = allocated - whole_gpus
+    if slice_ >= 1:
+        return ProofResult(
+            check,
+            False,
+            f"queue {queue} allocated {allocated:g} GPU: the shared pod counts as {slice_:g} whole GPU(s), "
+            f"not a {fraction:g} share",
+        )
     if slice_ + 0.005 < fraction:
         return ProofResult(
             check,

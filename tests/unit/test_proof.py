@@ -621,3 +621,8 @@ def test_other_pods_namespaces_at_other_shares_are_fine() -> None:
     listing = text("namespace-list-shared.txt")
     listing += "kai_0c1d2e3f4a5b6c7d_8e9f0a1b2c3d4e5f6a7b   shared   Ready          unlimited             25.00\n"
     assert decide_namespaces(parse_namespace_list(listing), pods=2, fraction=0.5).passed, "a quarter-GPU tenant"
+
+
+def test_a_shared_pod_counted_as_a_whole_gpu_is_not_a_fraction() -> None:
+    result = decide_queue_allocation(2.0, "default-queue", whole_gpus=1, fraction=0.5)
+    assert not result.passed and "counts as 1 whole GPU" in result.detail, result.detail
