@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from components.gpu_fractioning import MPSD_SELECTOR
-from tests.integration.stand_ins import Poller
+from tests.integration.stand_ins import PollingStandIn
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, require_env
 
 FINALIZER = "gpu-fractioning.nvidia.com/cleanup-node-conditions"
@@ -34,7 +34,7 @@ def workspace(tmp_path: Path) -> Workspace:
     return Workspace.create(tmp_path)
 
 
-class StandInOperator:
+class StandInOperator(PollingStandIn):
     """Test double for the gpu-fractioning operator's part in the uninstall.
 
     While its Deployment exists and the `default` GpuFractioningConfig is live, it runs one mpsd
@@ -48,21 +48,18 @@ class StandInOperator:
     MPSD_POD = "gpu-fractioning-mpsd-stand-in"
     MPSD_FINALIZER = "kai-gpu-fractions.test/mps-shutdown"
     MPSD_STOP_SECONDS = 8.0
+    interval = 0.5
 
     def __init__(self) -> None:
-        self._poller = Poller(self._step, 0.5)
+        super().__init__()
         self.cleared: list[str] = []
         self.mpsd_started = False
         # One entry per mpsd pod let go: whether the operator Deployment still existed then.
         self.mpsd_stopped_with_operator: list[bool] = []
         self._stopping_since: float | None = None
 
-    def __enter__(self) -> StandInOperator:
-        self._poller.start()
-        return self
-
     def __exit__(self, *_: object) -> None:
-        self._poller.stop()
+        super().__exit__()
         # Never leave the test finalizer behind: it would hold the namespace in Terminating.
         kubectl("-n", AGENTS, "patch", "pod", self.MPSD_POD, "--type=merge", "-p", CLEAR, check=False)
 
@@ -70,7 +67,7 @@ class StandInOperator:
     def _operator_runs() -> bool:
         return kubectl("-n", AGENTS, "get", "deploy", "gpu-fractioning-operator", check=False).returncode == 0
 
-    def _step(self) -> None:
+    def step(self) -> None:
         self._finish_stopping_mpsd()
         configs = kubectl("get", "gpufractioningconfigs", "-o", "json", check=False)
         if not self._operator_runs() or configs.returncode != 0:

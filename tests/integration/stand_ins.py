@@ -12,10 +12,9 @@ import ssl
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
@@ -32,43 +31,41 @@ def cri_log(source: Path, target: Path) -> Path:
     return target
 
 
-class Poller:
-    """Runs `step` every `interval` seconds in a daemon thread while the context is open."""
+class PollingStandIn:
+    """A stand-in that runs `step` every `interval` seconds in a daemon thread while its context is open."""
 
-    def __init__(self, step: Callable[[], None], interval: float) -> None:
-        self._step, self._interval = step, interval
+    interval = 1.0
+
+    def __init__(self) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> None:
+    def __enter__(self) -> Self:
         self._thread.start()
+        return self
 
-    def stop(self) -> None:
+    def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
 
+    def step(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        while not self._stop.wait(self.interval):
             try:
-                self._step()
+                self.step()
             except Exception as error:  # a stand-in that stops silently makes a confusing failure
                 print(f"stand-in step failed, retrying: {error!r}", file=sys.stderr)
 
 
-class StandInQueueAccounting:
+class StandInQueueAccounting(PollingStandIn):
     """Stands in for KAI's scheduler writing a Queue's status.allocated: the sum, over the queue's
     Running pods, of whole GPUs requested and the `gpu-memory` share of the node's GPU memory."""
 
     def __init__(self, queue: str, gpu_memory_mib: int) -> None:
+        super().__init__()
         self.queue, self.gpu_memory_mib = queue, gpu_memory_mib
-        self._poller = Poller(self._account, 1.0)
-
-    def __enter__(self) -> StandInQueueAccounting:
-        self._poller.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._poller.stop()
 
     def allocated(self, pods: list[dict[str, Any]]) -> float:
         total = 0.0
@@ -85,7 +82,7 @@ class StandInQueueAccounting:
                 total += int(memory) / self.gpu_memory_mib
         return total
 
-    def _account(self) -> None:
+    def step(self) -> None:
         if kubectl("get", "queues.scheduling.run.ai", self.queue, check=False).returncode != 0:
             return
         allocated = f"{round(self.allocated(kubectl_json('get', 'pods', '-A')['items']) * 1000)}m"

@@ -19,11 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.gpu_fractioning import MPSD_SELECTOR
 from components.proof import DEVICE_QUERY_POD, parse_annotation_grep
 from components.smoke_pods import SMOKE_POD_NAMES
 from tests.integration.conftest import StandInOperator, leftovers
-from tests.integration.stand_ins import Poller, cri_log
+from tests.integration.stand_ins import PollingStandIn, cri_log
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import REPO, Workspace, kubectl, kubectl_json
 
@@ -32,7 +31,6 @@ pytestmark = pytest.mark.integration
 EVIDENCE = REPO / "tests" / "fixtures" / "proof"
 NAMESPACE = "default"
 AGENTS_NAMESPACE = "gpu-fractioning"
-MPSD_POD = "mpsd-stand-in"
 # What the gpu-fractioning NRI plugin injects into a half-GPU pod of a 40 GiB A100, per the guide.
 INJECTED = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=19968M"}
 
@@ -41,18 +39,20 @@ def envs(values: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": name, "value": value} for name, value in values.items()]
 
 
-class StandInNode:
+class StandInNode(PollingStandIn):
     """Test double for the GPU node and the fork's binder, as the smoke proof observes them.
 
-    It annotates each smoke pod as the binder would (before the proof reads it), runs an mpsd pod
-    once the agents' namespace exists, and tells kwok what each exec and log returns.
+    It annotates each smoke pod as the binder would (before the proof reads it) and tells kwok what
+    each exec and log returns; the mpsd pod is the stand-in operator's.
     """
 
+    interval = 0.2
+
     def __init__(self, workdir: Path) -> None:
+        super().__init__()
         self.workdir = workdir
         self.calls = workdir / "stand-in-calls.log"
         self._annotated: set[str] = set()
-        self._poller = Poller(self._step, 0.2)
 
     def show(self, *, memory_total: str, device_query: str, injected: dict[str, str], namespace_list: str) -> None:
         """Sets the evidence: fixture names under tests/fixtures/proof, and the env the pods see."""
@@ -91,40 +91,22 @@ class StandInNode:
     def calls_made(self) -> list[str]:
         return self.calls.read_text().splitlines() if self.calls.exists() else []
 
-    def __enter__(self) -> StandInNode:
-        self._poller.start()
-        return self
-
     def __exit__(self, *_: object) -> None:
-        self._poller.stop()
+        super().__exit__()
         for kind in ("execs.kwok.x-k8s.io", "logs.kwok.x-k8s.io"):
             kubectl("delete", kind, "--all", "-n", NAMESPACE, check=False)
         kubectl("delete", "clusterexecs.kwok.x-k8s.io", "mpsd-stand-in", check=False)
 
-    def _step(self) -> None:
+    def step(self) -> None:
         for pod in set(SMOKE_POD_NAMES) - self._annotated:
             if self._annotate(pod):
                 self._annotated.add(pod)
-        self._run_mpsd()
 
     @staticmethod
     def _annotate(pod: str) -> bool:
         fixture = EVIDENCE / f"annotations-{pod}.txt"
         pairs = [f"{key}={value}" for key, value in parse_annotation_grep(fixture.read_text()).items()]
         return kubectl("annotate", "--overwrite", "pod", pod, "-n", NAMESPACE, *pairs, check=False).returncode == 0
-
-    @staticmethod
-    def _run_mpsd() -> None:
-        if kubectl("get", "pod", MPSD_POD, "-n", AGENTS_NAMESPACE, check=False).returncode == 0:
-            return
-        label, value = MPSD_SELECTOR.split("=")
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": MPSD_POD, "namespace": AGENTS_NAMESPACE, "labels": {label: value}},
-            "spec": {"nodeName": "gpu-node-0", "containers": [{"name": "mpsd", "image": "stand-in"}]},
-        }
-        kubectl("apply", "-f", "-", input_text=json.dumps(pod), check=False)
 
 
 @pytest.fixture(scope="module")
@@ -134,10 +116,8 @@ def proved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace
     config = a100_config()
     config["smokeTest"] = {"prove": True}
     workspace.new_stack("proof", config, secrets={"registryPassword": PASSWORD})
-    with StandInNode(base) as node:
+    with StandInOperator(), StandInNode(base) as node:
         yield workspace, node
-    # The node stand-in is gone first: its mpsd pod must not come back while destroy waits for it.
-    with StandInOperator():
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack="proof")
     assert leftovers() == {}, "destroy must leave nothing for the next tests"
 
