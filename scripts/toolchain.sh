@@ -5,8 +5,10 @@
 #
 # Usage:
 #   scripts/toolchain.sh        build whatever is missing or stale, then print a summary
-#   scripts/toolchain.sh env    the same, logging only to stderr, then print the exports:
-#                               eval "$(scripts/toolchain.sh env)"
+#   scripts/toolchain.sh env    the same, then print only the exports: eval "$(scripts/toolchain.sh env)"
+#
+# A cold build prints one line per step (and one a minute while a step runs); the go output goes to
+# ${KGF_CACHE:-~/.cache/kai-gpu-fractions}/logs/toolchain.log. A warm run prints nothing.
 #
 # Cache: ${KGF_CACHE:-~/.cache/kai-gpu-fractions}/toolchain/pulumi-v<pulumi>-k8s-<kubernetes>/
 #   bin/    pulumi, pulumi-language-python, pulumi-language-python-exec and
@@ -15,10 +17,12 @@
 #   build/  generated Go wrapper modules (rebuilt from scratch on every build)
 set -euo pipefail
 
-log() { printf '%s\n' "$*" >&2; }
-die() { log "toolchain.sh: $*"; exit 1; }
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+KGF_SCRIPT=toolchain
+die() { say "error: $*"; exit 1; }
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$KGF_REPO
 
 pin() {
 	sed -n "s/^$1==\([0-9][0-9.]*\).*/\1/p" "$repo/requirements.txt"
@@ -48,7 +52,7 @@ K8S_VERSION_VAR=$K8S_PROVIDER/pkg/version.Version
 # pkg/v3 and sdk/v3 replace this module in their go.mod; Go ignores replaces of dependencies.
 CLIPBOARD_REPLACE=github.com/atotto/clipboard=github.com/tgummerer/clipboard@v0.0.0-20241001131231-d02d263e614e
 
-cache=${KGF_CACHE:-$HOME/.cache/kai-gpu-fractions}/toolchain/pulumi-v$PULUMI_VERSION-k8s-$K8S_VERSION
+cache=$KGF_CACHE/toolchain/pulumi-v$PULUMI_VERSION-k8s-$K8S_VERSION
 bin=$cache/bin
 build=$cache/build
 export PULUMI_HOME=$cache/home
@@ -86,14 +90,6 @@ new_module() {
 	mkdir -p "$dir"
 	(cd "$dir" && go mod init "kai-gpu-fractions/toolchain/${dir##*/}" &&
 		go mod edit -replace="$CLIPBOARD_REPLACE" "${@/#/-require=}")
-}
-
-timed() {
-	local what=$1 start=$SECONDS
-	shift
-	log "building $what ..."
-	"$@" >&2
-	log "built $what in $((SECONDS - start))s"
 }
 
 pulumi_dir=$bin
@@ -162,34 +158,48 @@ install_kubernetes() {
 		--file "$build/kubernetes/pulumi-resource-kubernetes"
 }
 
+cli_is_current() {
+	[[ $("$bin/pulumi" version 2>/dev/null) == "v$PULUMI_VERSION" &&
+		-x $bin/pulumi-language-python-exec && -x $bin/pulumi-resource-pulumi-python ]]
+}
+
+language_host_is_current() {
+	go_built_from "$bin/pulumi-language-python" "$LANGUAGE_HOST@$LANGUAGE_HOST_VERSION" \
+		"$SDK@v$LANGUAGE_HOST_PULUMI_VERSION"
+}
+
+K8S_MODULES=("$K8S_PROVIDER@$K8S_PROVIDER_VERSION" "$K8S_SDK@v$K8S_VERSION")
+
+kubernetes_is_installed() {
+	go_built_from "$PULUMI_HOME/plugins/resource-kubernetes-v$K8S_VERSION/pulumi-resource-kubernetes" "${K8S_MODULES[@]}"
+}
+
+build_and_install_kubernetes() {
+	go_built_from "$build/kubernetes/pulumi-resource-kubernetes" "${K8S_MODULES[@]}" || build_kubernetes
+	install_kubernetes
+}
+
+# Builds what is missing or stale, one progress line per build; a warm run prints nothing.
 ensure() {
-	# Concurrent callers (e.g. parallel test workers) must not build into the same directories.
+	# Concurrent callers (e.g. the two top-level scripts) must not build into the same directories.
 	mkdir -p "$cache"
 	exec 9>"$cache/.lock"
 	flock 9
 
-	local k8s_plugin=$PULUMI_HOME/plugins/resource-kubernetes-v$K8S_VERSION/pulumi-resource-kubernetes
-
+	local todo=() i=0 item log=$KGF_CACHE/logs/toolchain.log
 	if ! use_pulumi_on_path; then
-		if [[ $("$bin/pulumi" version 2>/dev/null) == "v$PULUMI_VERSION" &&
-			-x $bin/pulumi-language-python-exec && -x $bin/pulumi-resource-pulumi-python ]]; then
-			pulumi_source=cached
-		else
-			timed "pulumi v$PULUMI_VERSION" build_cli
-		fi
-		if ! go_built_from "$bin/pulumi-language-python" "$LANGUAGE_HOST@$LANGUAGE_HOST_VERSION" \
-			"$SDK@v$LANGUAGE_HOST_PULUMI_VERSION"; then
-			timed "pulumi-language-python $LANGUAGE_HOST_VERSION" build_language_host
-		fi
+		cli_is_current && pulumi_source=cached || todo+=(cli)
+		language_host_is_current || todo+=(language-host)
 	fi
-
-	local k8s_modules=("$K8S_PROVIDER@$K8S_PROVIDER_VERSION" "$K8S_SDK@v$K8S_VERSION")
-	if ! go_built_from "$k8s_plugin" "${k8s_modules[@]}"; then
-		if ! go_built_from "$build/kubernetes/pulumi-resource-kubernetes" "${k8s_modules[@]}"; then
-			timed "pulumi-resource-kubernetes $K8S_VERSION" build_kubernetes
-		fi
-		install_kubernetes >&2
-	fi
+	kubernetes_is_installed || todo+=(kubernetes)
+	for item in "${todo[@]}"; do
+		i=$((i + 1))
+		case $item in
+		cli) phase "$i/${#todo[@]}" "Pulumi CLI v$PULUMI_VERSION" "5 min" "$log" build_cli ;;
+		language-host) phase "$i/${#todo[@]}" "Pulumi Python language host" "2 min" "$log" build_language_host ;;
+		kubernetes) phase "$i/${#todo[@]}" "pulumi-resource-kubernetes $K8S_VERSION" "11 min" "$log" build_and_install_kubernetes ;;
+		esac
+	done
 }
 
 summary() {

@@ -9,20 +9,18 @@ set -euo pipefail
 
 ACTIONLINT_VERSION=v1.7.12
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-dir=${KGF_CACHE:-$HOME/.cache/kai-gpu-fractions}/tools/actionlint-$ACTIONLINT_VERSION
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+dir=$KGF_CACHE/tools/actionlint-$ACTIONLINT_VERSION
 bin=$dir/actionlint
 
 if [[ ! -x $bin ]]; then
-	go=$(command -v go || echo /usr/local/go/bin/go)
-	[[ -x $go ]] || { echo "lint-workflows.sh: Go is needed to build actionlint" >&2; exit 1; }
-	echo "lint-workflows.sh: building actionlint $ACTIONLINT_VERSION into $dir" >&2
+	command -v go >/dev/null || { say "Go is needed to build actionlint"; exit 1; }
 	mkdir -p "$dir"
-	GOBIN=$dir CGO_ENABLED=0 "$go" install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+	GOBIN=$dir CGO_ENABLED=0 phase "" "actionlint $ACTIONLINT_VERSION" "1 min" "$KGF_CACHE/logs/tools.log" \
+		go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
 fi
 
-if ! command -v shellcheck >/dev/null; then
-	echo "lint-workflows.sh: shellcheck is not on PATH; run: scripts are not checked" >&2
-fi
-cd "$repo"
+command -v shellcheck >/dev/null || say "shellcheck is not on PATH; run: scripts are not checked"
+cd "$KGF_REPO"
 exec "$bin" "$@"
