@@ -1,48 +1,65 @@
 #!/usr/bin/env bash
-# Local Kubernetes control plane for the integration tests, all on 127.0.0.1:
-# etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
-# their Go modules, and kwok turning the Node objects in tests/fixtures/nodes/
-# into fake GPU nodes whose pods go Running. kwok also serves the kubelet API:
-# `exec` into a fake pod runs the command on this machine (with the stand-in GPU
-# tools of tests/fixtures/node-tools first on PATH), and pod logs come from
-# files; tests say which per pod with kwok's Exec/ClusterExec/Logs/ClusterLogs
-# objects.
+# Local Kubernetes control plane, all on 127.0.0.1: etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler built from their Go modules, and
+# kwok turning the Node objects in tests/fixtures/nodes/ into fake GPU nodes
+# whose pods go Running. kwok also serves the kubelet API: `exec` into a fake
+# pod runs the command on this machine (with the stand-in GPU tools of
+# tests/fixtures/node-tools first on PATH), and pod logs come from files; tests
+# say which per pod with kwok's Exec/ClusterExec/Logs/ClusterLogs objects.
 #
-# Usage: scripts/control-plane.sh build | up | down [--purge] | env | status
-#   build          build the binaries once into the version-keyed cache
+# Usage: scripts/control-plane.sh [--instance local|test] build | up | down [--purge] | env | status
+#   build          build the binaries (and the kubectl and helm clients) once into the version-keyed cache
 #   up             build if needed, start everything, apply the fake nodes
-#   down [--purge] stop everything; --purge also deletes the state dir
-#   env            print exports for eval: KUBECONFIG and PATH (incl. kubectl)
+#   down [--purge] stop everything; --purge also deletes the instance's state
+#   env            print exports for eval: KUBECONFIG and PATH (incl. kubectl and helm)
 #   status         print what runs
-# Environment: KGF_CACHE (default ~/.cache/kai-gpu-fractions),
-#   KGF_STATE_DIR (default <repo>/.state/control-plane),
-#   KGF_ETCD_PORT (12379, and the next port for etcd peers), KGF_APISERVER_PORT (16443),
-#   KGF_KWOK_PORT (20250, the fake nodes' kubelet API).
+# Two instances run side by side, each with its own state and ports: `local` (the default), where
+# scripts/deploy-local.sh deploys, and `test`, which scripts/test.sh starts fresh and removes, so the
+# tests never touch a local deployment.
+# Environment: KGF_CACHE (default ~/.cache/kai-gpu-fractions; build logs in its logs/),
+#   KGF_STATE_DIR (default <repo>/.state; the instance's state is in control-plane/<instance>).
 set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
+HELM_VERSION=v3.22.0
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CACHE=${KGF_CACHE:-$HOME/.cache/kai-gpu-fractions}/control-plane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
+INSTANCE=local
+if [[ ${1:-} == --instance ]]; then
+  INSTANCE=${2:-}
+  shift 2 || true
+fi
+case $INSTANCE in
+  # etcd client port (peers use the next one), kube-apiserver, kwok's kubelet API.
+  local) PORTS=(12379 16443 20250) ;;
+  test) PORTS=(12479 16543 20350) ;;
+  *) printf 'control-plane.sh: unknown instance %q (local or test)\n' "$INSTANCE" >&2; exit 2 ;;
+esac
+KGF_SCRIPT="control-plane $INSTANCE"
+
+REPO=$KGF_REPO
+CACHE=$KGF_CACHE/control-plane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
 BIN=$CACHE/bin
-STATE=${KGF_STATE_DIR:-$REPO/.state/control-plane}
+BUILD_LOG=$KGF_CACHE/logs/control-plane.log
+STATE=$KGF_STATE_DIR/control-plane/$INSTANCE
 KUBECONFIG_FILE=$STATE/kubeconfig
 NODES_DIR=$REPO/tests/fixtures/nodes
 KWOK_FIXTURES=$REPO/tests/fixtures/kwok
 NODE_TOOLS=$REPO/tests/fixtures/node-tools
-ETCD_PORT=${KGF_ETCD_PORT:-12379}
-APISERVER_PORT=${KGF_APISERVER_PORT:-16443}
-KWOK_PORT=${KGF_KWOK_PORT:-20250}
+ETCD_PORT=${PORTS[0]}
+APISERVER_PORT=${PORTS[1]}
+KWOK_PORT=${PORTS[2]}
 SERVICE_CIDR=10.96.0.0/16
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
-log() { printf '[control-plane] %s\n' "$*" >&2; }
+log() { say "$*"; }
 die() { log "error: $*"; exit 1; }
 
-# quiet COMMAND...: show COMMAND's output only if it fails (go get lists every
-# module it adds, openssl draws progress dots).
+# quiet COMMAND...: show COMMAND's output only if it fails (openssl draws progress dots).
 quiet() {
   local out
   out=$("$@" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
@@ -57,20 +74,18 @@ has_version() {
   [[ -x $bin && $("$bin" "$@" 2>/dev/null) == *"$text"* ]]
 }
 
-build_kubernetes() {
-  local start=$SECONDS cmds=() c
+kubernetes_commands() {
+  local c
   for c in kube-apiserver kube-controller-manager kube-scheduler; do
-    has_version "$c" "Kubernetes $K8S_VERSION" --version || cmds+=("k8s.io/kubernetes/cmd/$c")
+    has_version "$c" "Kubernetes $K8S_VERSION" --version || echo "k8s.io/kubernetes/cmd/$c"
   done
-  has_version kubectl "Client Version: $K8S_VERSION" version --client || cmds+=(k8s.io/kubernetes/cmd/kubectl)
-  if ((${#cmds[@]} == 0)); then
-    log "kubernetes $K8S_VERSION: up to date"
-    return
-  fi
+  has_version kubectl "Client Version: $K8S_VERSION" version --client || echo k8s.io/kubernetes/cmd/kubectl
+}
 
-  local mod=$CACHE/src/kubernetes staging_version=v0.${K8S_VERSION#v1.} upstream_gomod replaces
+build_kubernetes() (
+  local cmds=("$@") mod=$CACHE/src/kubernetes staging_version=v0.${K8S_VERSION#v1.} upstream_gomod replaces
   rm -rf "$mod" && mkdir -p "$mod" && cd "$mod"
-  quiet go mod init kgf.local/control-plane/kubernetes
+  go mod init kgf.local/control-plane/kubernetes
   # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them
   # with ./staging/src/..., which only exists in its git tree. Point each one at
   # its published release instead; the list comes from upstream's own go.mod.
@@ -79,7 +94,7 @@ build_kubernetes() {
   [[ -n $replaces ]] || die "no staging modules found in $upstream_gomod"
   # shellcheck disable=SC2086 # one -replace flag per word
   go mod edit $replaces
-  quiet go get k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}@"$K8S_VERSION"
+  go get k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}@"$K8S_VERSION"
 
   # Unstamped binaries report v0.0.0, which pulumi-kubernetes rejects
   # ("minimum supported cluster version is v1.13"). Keys: hack/lib/version.sh.
@@ -90,30 +105,24 @@ build_kubernetes() {
   done
   # One invocation, so the packages the commands share are compiled once.
   go build -trimpath -ldflags "$ldflags" -o "$BIN/" "${cmds[@]}"
-  log "kubernetes $K8S_VERSION: built ${cmds[*]##*/} in $((SECONDS - start))s"
-}
+)
 
-build_etcd() {
-  if has_version etcd "etcd Version: ${ETCD_VERSION#v}" --version; then
-    log "etcd $ETCD_VERSION: up to date"
-    return
-  fi
-  local start=$SECONDS mod=$CACHE/src/etcd
+etcd_is_current() { has_version etcd "etcd Version: ${ETCD_VERSION#v}" --version; }
+
+build_etcd() (
+  local mod=$CACHE/src/etcd
   rm -rf "$mod" && mkdir -p "$mod" && cd "$mod"
-  quiet go mod init kgf.local/control-plane/etcd
+  go mod init kgf.local/control-plane/etcd
   # server/v3's go.mod replaces its sibling modules with ../ paths, so
   # `go install ...@version` is refused; require them at the same release.
-  quiet go get go.etcd.io/etcd/{server/v3,api/v3,client/pkg/v3,client/v3,pkg/v3}@"$ETCD_VERSION"
+  go get go.etcd.io/etcd/{server/v3,api/v3,client/pkg/v3,client/v3,pkg/v3}@"$ETCD_VERSION"
   go build -trimpath -ldflags="-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
-  log "etcd $ETCD_VERSION: built in $((SECONDS - start))s"
-}
+)
+
+kwok_is_current() { has_version kwok "$KWOK_VERSION" --version && [[ -d $CACHE/kwok-stages && -d $CACHE/kwok-crds ]]; }
 
 build_kwok() {
-  if has_version kwok "$KWOK_VERSION" --version && [[ -d $CACHE/kwok-stages && -d $CACHE/kwok-crds ]]; then
-    log "kwok $KWOK_VERSION: up to date"
-    return
-  fi
-  local start=$SECONDS dir
+  local dir
   GOBIN=$BIN go install -trimpath -ldflags="-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   # Standalone kwok has no stages unless given a config; kwok-stages/fast is
   # upstream's default set (nodes go Ready, bound pods Running, deleted pods go).
@@ -124,18 +133,43 @@ build_kwok() {
   mkdir -p "$CACHE/kwok-crds"
   cp "$dir"/kustomize/crd/bases/kwok.x-k8s.io_{execs,clusterexecs,logs,clusterlogs}.yaml "$CACHE/kwok-crds/"
   chmod -R u+w "$CACHE/kwok-stages" "$CACHE/kwok-crds"
-  log "kwok $KWOK_VERSION: built in $((SECONDS - start))s"
 }
 
-cmd_build() {
+helm_is_current() { has_version helm "$HELM_VERSION" version --short; }
+
+# A helm client, to look at the local cluster's releases (and change them by hand) as a user would.
+build_helm() {
+  GOBIN=$BIN go install -trimpath -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+}
+
+# Builds what is missing, one progress line per build; a warm run prints nothing. A subshell, so
+# the build lock is released before any component starts (they would inherit it), and the build
+# functions that cd into their wrapper modules run in subshells of their own.
+cmd_build() (
   command -v go >/dev/null || die "go is required (Go >= 1.26)"
   mkdir -p "$BIN"
+  # Both instances share the binaries: one build at a time.
+  exec 8>"$CACHE/.lock"
+  flock 8
   export CGO_ENABLED=0
-  # Subshells, because the build functions cd into their wrapper modules.
-  (build_kubernetes)
-  (build_etcd)
-  (build_kwok)
-}
+  local kubernetes=() todo=() i=0 item
+  mapfile -t kubernetes < <(kubernetes_commands)
+  ((${#kubernetes[@]} == 0)) || todo+=(kubernetes)
+  etcd_is_current || todo+=(etcd)
+  kwok_is_current || todo+=(kwok)
+  helm_is_current || todo+=(helm)
+  for item in "${todo[@]}"; do
+    i=$((i + 1))
+    case $item in
+      kubernetes) phase "$i/${#todo[@]}" "Kubernetes $K8S_VERSION (${kubernetes[*]##*/})" "13 min" "$BUILD_LOG" \
+        build_kubernetes "${kubernetes[@]}" ;;
+      etcd) phase "$i/${#todo[@]}" "etcd $ETCD_VERSION" "1 min" "$BUILD_LOG" build_etcd ;;
+      kwok) phase "$i/${#todo[@]}" "kwok $KWOK_VERSION" "2 min" "$BUILD_LOG" build_kwok ;;
+      helm) phase "$i/${#todo[@]}" "helm $HELM_VERSION" "2 min" "$BUILD_LOG" build_helm ;;
+    esac
+  done
+)
 
 # ---------------------------------------------------------------- processes
 
@@ -319,8 +353,8 @@ YAML
   start kube-scheduler --config="$STATE/scheduler.yaml" --secure-port=0
   # Each kwok process holds node leases under a new identity, and would leave
   # the nodes alone until the leases of the previous one expire (40s).
-  pid_of kwok >/dev/null || kubectl delete leases --all --namespace=kube-node-lease >&2
-  kubectl apply --server-side -f "$CACHE/kwok-crds" >&2
+  pid_of kwok >/dev/null || quiet kubectl delete leases --all --namespace=kube-node-lease
+  quiet kubectl apply --server-side -f "$CACHE/kwok-crds"
   wait_for "kwok's CRDs" 60 kubectl wait --for=condition=Established --timeout=1s -f "$CACHE/kwok-crds"
   # KWOK_WORKDIR keeps kwok from also loading ~/.kwok/kwok.yaml.
   KWOK_WORKDIR=$STATE/kwok PATH=$NODE_TOOLS:$PATH start kwok --kubeconfig="$KUBECONFIG_FILE" \
@@ -332,7 +366,7 @@ YAML
     --enable-crds=Exec,ClusterExec,Logs,ClusterLogs
   wait_for "the default ServiceAccount" 120 kubectl get serviceaccount default --namespace=default
 
-  kubectl apply -f "$NODES_DIR" >&2
+  quiet kubectl apply -f "$NODES_DIR"
   wait_for "the fake nodes to be Ready" 60 kubectl wait --for=condition=Ready --timeout=1s -f "$NODES_DIR"
   fingerprint >"$STATE/run/fingerprint"
   log "up in $((SECONDS - start))s; KUBECONFIG=$KUBECONFIG_FILE"
@@ -381,7 +415,7 @@ case ${1:-} in
   env) cmd_env ;;
   status) cmd_status ;;
   *)
-    sed -n 's/^# \{0,1\}//; 7,15p' "${BASH_SOURCE[0]}" >&2
+    sed -n 's/^# \{0,1\}//; 9,20p' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
 esac
