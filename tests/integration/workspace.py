@@ -130,6 +130,14 @@ def kubectl(*args: str, check: bool = True, input_text: str | None = None) -> su
     return completed
 
 
+def helm(*args: str) -> subprocess.CompletedProcess[str]:
+    """The helm client scripts/control-plane.sh builds, as a user changing the cluster by hand."""
+    completed = subprocess.run(["helm", *args], capture_output=True, text=True, timeout=300)
+    if completed.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed: {completed.stderr}")
+    return completed
+
+
 def kubectl_json(*args: str) -> Any:
     return json.loads(kubectl(*args, "-o", "json").stdout)
 
