@@ -15,10 +15,10 @@ QUEUE = "default-queue"
 # Pulumi otherwise waits for a pod to be ready; the shared pod never is on fake GPUs.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
-RESERVATION_BOUNDARY = (
-    "expected on fake GPUs: KAI accounts the shared pod, but its GPU reservation pod cannot load NVML "
-    "(ERROR_LIBRARY_NOT_FOUND), so the pod stays Pending; crossing this needs a real GPU or the "
-    "container toolkit/CDI against the mock driver root"
+BOUNDARY_NOT_OBSERVED = (
+    "not observed: lab.prove is false, so nothing looked at the shared pod. On fake GPUs KAI accounts it, but "
+    "its GPU reservation pod cannot load NVML (ERROR_LIBRARY_NOT_FOUND), so it is expected to stay Pending; "
+    "set lab.prove to true to check what happens on this cluster"
 )
 
 

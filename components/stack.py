@@ -24,7 +24,7 @@ from components.gpu_node_labels import GpuNodeLabels
 from components.gpu_operator import GpuOperator
 from components.isolator import Isolator
 from components.kai_scheduler import KaiScheduler, kai_fork_values, kai_lab_values
-from components.lab_pods import RESERVATION_BOUNDARY, LabPods
+from components.lab_pods import BOUNDARY_NOT_OBSERVED, LabPods
 from components.nvml_mock import NvmlMock
 from components.preflight import blocking, evaluate, expectations_for, format_report, host_runner, nri_socket_path
 from components.queues import LabQueues
@@ -270,7 +270,7 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     isolator = Isolator("isolator", lab.isolator, opts=after(in_cluster, kai))
     # Pods need their queue and the RuntimeClass shim to exist.
     pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator))
-    proof: dict[str, Any] = {}
+    proof: dict[str, Any] = {"sharedPodBoundary": BOUNDARY_NOT_OBSERVED}
     if lab.prove:
         from components.proof_resource import LabProof
 
@@ -284,12 +284,18 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
             nodes=labels.nodes,
             opts=pulumi.ResourceOptions(depends_on=[pods]),
         )
-        proof = {"proof": lab_proof.results, "proofReport": lab_proof.report}
+        proof = {
+            "proof": lab_proof.results,
+            "proofReport": lab_proof.report,
+            # What the proof saw of the shared pod, not what the runbook expects of it.
+            "sharedPodBoundary": lab_proof.results.apply(
+                lambda results: next(r["detail"] for r in results if r["check"] == "reservation-boundary")
+            ),
+        }
     return {
         **proof,
         "gpuProfile": {"name": lab.gpu_profile, **lab.gpu.model_dump(by_alias=True)},
         "gpuNodes": labels.nodes,
         "releases": pulumi.Output.all(**{"kai-scheduler": kai.status, "kai-resource-isolator": isolator.status}),
         "labPods": pods.names,
-        "sharedPodBoundary": RESERVATION_BOUNDARY,
     }

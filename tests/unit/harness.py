@@ -62,7 +62,11 @@ class Engine(mocks.Mocks):
         if args.typ == "pulumi:index:Stash":
             state["output"] = args.inputs["input"]
         if args.typ.startswith(DYNAMIC):
-            state |= {"results": [{"check": "mocked", "passed": True, "detail": ""}], "report": "mocked"}
+            results = [
+                {"check": "mocked", "passed": True, "detail": ""},
+                {"check": "reservation-boundary", "passed": True, "detail": "mocked boundary"},
+            ]
+            state |= {"results": results, "report": "mocked"}
         if args.typ == COMMAND:
             state["stdout"] = ""
         metadata = args.inputs.get("metadata") or {}

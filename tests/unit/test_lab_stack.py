@@ -139,7 +139,6 @@ def test_the_lab_pods_wait_for_queues_and_isolator_and_only_the_whole_gpu_pod_is
             assert engine.waits_for(pod, queue)
         assert engine.waits_for(pod, engine.release("kai-resource-isolator"))
     assert outputs["labPods"] == ["kai-whole-gpu", "gpu-sharing-with-isolation"]
-    assert "ERROR_LIBRARY_NOT_FOUND" in outputs["sharedPodBoundary"]
 
 
 def test_the_lab_builds_no_fork_and_installs_no_gpu_operator() -> None:
@@ -169,8 +168,12 @@ def test_the_lab_proof_runs_after_the_lab_pods_with_the_profile() -> None:
     assert (proof.inputs["gpu_count"], proof.inputs["shared_memory_mib"]) == (8, 20480)
     assert engine.waits_for(proof, engine.one("kai-gpu-fractions:lab:LabPods", "lab-pods"))
     assert outputs["proofReport"] == "mocked"
+    assert outputs["sharedPodBoundary"] == "mocked boundary", "the boundary output is what the proof saw"
     off, outputs = run_program({**LAB, "lab": {"prove": False}})
     assert [r for r in off.registrations if r.name == "lab-proof"] == [] and "proof" not in outputs
+    assert outputs["sharedPodBoundary"].startswith("not observed: lab.prove is false"), (
+        "without the proof the output must not claim what the shared pod did"
+    )
 
 
 def test_labels_wait_until_the_device_plugin_advertises_the_profiles_gpu_count() -> None:
