@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components.config import ConfigError, load_from_pulumi
+from components.config.load import ConfigError, load_from_pulumi
 from components.stack import deploy
 
 try:

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from components.config import parse_config
+from components.config.load import parse_config
 from components.gpu_node_labels import gpu_node_labels
 from components.isolator import isolator_values
 from components.kai_scheduler import kai_lab_values

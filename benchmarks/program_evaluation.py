@@ -76,7 +76,7 @@ def fork_source_seconds(samples: int) -> float:
     """What each run pays to confirm a fork's tree is at its pin (the warm path, no fetch), with
     real git against a local repository shaped like GitHub's pull request refs."""
     sys.path.insert(0, str(REPO))  # run as a script, the repository root is not on the path
-    from components.config import ForkPin
+    from components.config.model import ForkPin
     from components.fork_source import prepare_fork_source
     from components.forks import GPU_FRACTIONING
 

@@ -8,7 +8,7 @@ import pulumi
 import pulumi_docker as docker
 from pulumi_command import local
 
-from components.config import ImageMode, Registry
+from components.config.model import ImageMode, RegistryConfig
 from components.forks import ForkRecipe
 
 # Variables go on the make command line, as in the build guide: the environment alone does not
@@ -27,7 +27,7 @@ def build_command(recipe: ForkRecipe, variables: dict[str, str]) -> str:
     return f"{BUILD_SCRIPT}{recipe.make_command} {arguments} >&2\n"
 
 
-def image_references(recipe: ForkRecipe, registry: Registry, tag: str) -> dict[str, str]:
+def image_references(recipe: ForkRecipe, registry: RegistryConfig, tag: str) -> dict[str, str]:
     repo_base = f"{registry.server}/{recipe.image_path}"
     return {image: f"{repo_base}/{image}:{tag}" for image in recipe.images}
 
@@ -36,7 +36,7 @@ def image_references(recipe: ForkRecipe, registry: Registry, tag: str) -> dict[s
 class ForkImagesArgs:
     recipe: ForkRecipe
     commit: str
-    registry: Registry
+    registry: RegistryConfig
     tag: str
     platform: str | None
     mode: ImageMode

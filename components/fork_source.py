@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.config import ForkPin
+from components.config.model import ForkPin
 from components.forks import ForkRecipe
 
 # Runs a command in a directory and returns its stdout; raises SourceError when it fails.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.config import ForkPin, Forks
+from components.config.model import ForkPin, ForksConfig
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class ForkRecipe:
     make_command: str
     chart_needs_dependencies: bool
 
-    def pin(self, forks: Forks) -> ForkPin:
+    def pin(self, forks: ForksConfig) -> ForkPin:
         return forks.kai_scheduler if self is KAI_SCHEDULER else forks.gpu_fractioning
 
     def build_variables(self, repo_base: str, tag: str, platform: str | None) -> dict[str, str]:

@@ -8,8 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.config import GpuFractioning as GpuFractioningConfig
-from components.config import NodeRuntime
+from components.config.model import GpuFractioningConfig, NodeRuntime
 from components.forks import GPU_FRACTIONING
 from components.teardown import PodsGoneBeforeUninstall
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import GpuProfile
+from components.config.model import GpuProfile
 
 
 def gpu_node_labels(profile: GpuProfile) -> dict[str, str]:

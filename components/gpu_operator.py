@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.config import GpuOperator as GpuOperatorConfig
+from components.config.model import GpuOperatorConfig
 
 
 def gpu_operator_values(config: GpuOperatorConfig) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import ChartSource
+from components.config.model import ChartSource
 
 RELEASE_TIMEOUT_SECONDS = 600
 

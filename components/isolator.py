@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.config import Isolator as IsolatorConfig
+from components.config.model import IsolatorConfig
 
 RUNTIME_CLASS = "nvidia"
 

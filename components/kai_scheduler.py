@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.config import ChartSource, Kai
+from components.config.model import ChartSource, KaiConfig
 
 QUEUE_API_VERSION = "scheduling.run.ai/v2"
 SHARD_API_VERSION = "kai.scheduler/v1"
@@ -16,7 +16,7 @@ RESERVATION_NAMESPACE = "kai-resource-reservation"
 
 
 def kai_fork_values(
-    config: Kai, image_registry: str, tag: pulumi.Input[str], pull_secret: str | None
+    config: KaiConfig, image_registry: str, tag: pulumi.Input[str], pull_secret: str | None
 ) -> dict[str, Any]:
     """Values for the fork chart: NvFractions (case-sensitive), the fork images, and the nvidia
     RuntimeClass for reservation pods, which call NVML.
@@ -41,7 +41,7 @@ def kai_fork_values(
     return values
 
 
-def kai_lab_values(config: Kai) -> dict[str, Any]:
+def kai_lab_values(config: KaiConfig) -> dict[str, Any]:
     """Values for the public v0.17.0 chart with HAMi-core memory isolation."""
     values: dict[str, Any] = {
         "global": {"gpuSharing": True},
@@ -71,7 +71,7 @@ class KaiScheduler(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        config: Kai,
+        config: KaiConfig,
         values: pulumi.Input[dict[str, Any]],
         source: ChartSource | None,
         local_chart: pulumi.Input[str] | None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 from pulumi_command import local
 
-from components.config import KindCluster as KindClusterConfig
+from components.config.model import KindClusterConfig
 
 # An existing cluster of the same name is refused rather than adopted: destroying the stack
 # must delete only what the stack created.

@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import GpuProfile
+from components.config.model import GpuProfile
 
 WHOLE_GPU_POD = "kai-whole-gpu"
 SHARED_POD = "gpu-sharing-with-isolation"

@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.config import Lab
+from components.config.model import LabConfig
 
 DEVICE_PLUGIN_NAME = "nvidia-device-plugin-mock"
 MOCK_DRIVER_ROOT = "/var/lib/nvml-mock/driver"
@@ -26,7 +26,7 @@ printf '%s' "$IMAGE"
 """
 
 
-def nvml_mock_values(lab: Lab) -> dict[str, Any]:
+def nvml_mock_values(lab: LabConfig) -> dict[str, Any]:
     return {
         "image": {"repository": lab.nvml_mock.image_repository, "tag": lab.nvml_mock.image_tag},
         "gpu": {"profile": lab.gpu_profile},
@@ -81,7 +81,7 @@ class NvmlMock(pulumi.ComponentResource):
 
     device_plugin: k8s.apps.v1.DaemonSet
 
-    def __init__(self, name: str, lab: Lab, workdir: str, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, lab: LabConfig, workdir: str, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kai-gpu-fractions:lab:NvmlMock", name, None, opts)
         depends: list[pulumi.Resource] = []
         if lab.nvml_mock.build_image and lab.kind is not None:

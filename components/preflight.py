@@ -11,10 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from typing import Literal
 
 from components.cluster_facts import (
     ADMIN_RESOURCES,
@@ -29,24 +26,8 @@ from components.cluster_facts import (
     parse_quantity,
     version_tuple,
 )
+from components.config.model import CheckId, PreflightConfig, StackConfig
 
-if TYPE_CHECKING:
-    from components.config import StackConfig
-
-CheckId = Literal[
-    "cluster-admin",
-    "gpu-operator-version",
-    "runtime-class",
-    "gpu-present-label",
-    "gpu-memory-label",
-    "container-runtime",
-    "nri-socket",
-    "driver-version",
-    "mps-namespace",
-    "fabricmanager",
-    "mpsd-memory",
-    "allocatable-gpus",
-]
 Outcome = Literal["pass", "fail", "warn", "not-checked"]
 
 MINIMUM_DRIVER = (615,)
@@ -131,36 +112,6 @@ HOST_COMMANDS: dict[CheckId, str] = {
     "fabricmanager": "systemctl is-active nvidia-fabricmanager",
     "nri-socket": "ls -l /var/run/nri/nri.sock",
 }
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
-
-
-class SshAccess(_Model):
-    command: list[str] = Field(default=["ssh", "-o", "BatchMode=yes"], examples=[["ssh", "-o", "BatchMode=yes"]])
-    user: str | None = Field(default=None, examples=["ubuntu"])
-    addresses: dict[str, str] = Field(default={}, description="node name → SSH host; default: the node name")
-    timeout_seconds: int = Field(default=60, ge=1)
-
-
-class CheckPodAccess(_Model):
-    """A short-lived privileged pod per GPU node: it is created during preview too."""
-
-    namespace: str = Field(default="kube-system", examples=["kube-system"])
-    image: str = Field(default="busybox:1.37", examples=["busybox:1.37"])
-    timeout_seconds: int = Field(default=120, ge=10)
-
-
-class HostAccess(_Model):
-    ssh: SshAccess | None = None
-    check_pod: CheckPodAccess | None = None
-
-
-class PreflightConfig(_Model):
-    enabled: bool = True
-    warn_only: list[CheckId] = Field(default=[], examples=[["fabricmanager"]])
-    host_access: HostAccess | None = Field(default=None, description="null: host rows are reported as not checked")
 
 
 @dataclass(frozen=True)

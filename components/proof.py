@@ -306,11 +306,11 @@ def decide_sm_share(query: DeviceQuery, sm_count: int, fraction: float) -> Proof
 
 def device_query_pod_manifest(namespace: str, queue: str, fraction: float, image: str = DEVICE_QUERY_IMAGE) -> dict:
     """The guide's half-GPU deviceQuery pod: a smoke pod that tries to override its own share to 100 %."""
-    from components.config import SmokeTest
+    from components.config.model import SmokeTestConfig
     from components.smoke_pods import smoke_pod_manifest
 
     pod = smoke_pod_manifest(
-        DEVICE_QUERY_POD, SmokeTest(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)
+        DEVICE_QUERY_POD, SmokeTestConfig(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)
     )
     (container,) = pod["spec"]["containers"]
     del container["command"]  # the image's entrypoint runs deviceQuery

@@ -7,13 +7,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import SmokeTest
+from components.config.model import SmokeTestConfig
 
 SMOKE_POD_NAMES = ("fraction-smoke-a", "fraction-smoke-b")
 CONTAINER = "main"
 
 
-def smoke_pod_manifest(name: str, config: SmokeTest) -> dict[str, Any]:
+def smoke_pod_manifest(name: str, config: SmokeTestConfig) -> dict[str, Any]:
     """A fractional pod as the build guide's smoke test defines it.
 
     It runs as a non-root user: MPS lets root clients raise their own cap or delete a
@@ -52,7 +52,7 @@ class SmokePods(pulumi.ComponentResource):
 
     names: pulumi.Output[list[str]]
 
-    def __init__(self, name: str, config: SmokeTest, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, config: SmokeTestConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kai-gpu-fractions:smoke:SmokePods", name, None, opts)
         pods = [
             k8s.core.v1.Pod(

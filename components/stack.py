@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components import helm
 from components.cluster_facts import read_cluster_facts
-from components.config import Registry, StackConfig
+from components.config.model import RegistryConfig, StackConfig
 from components.fork_source import ForkSource, SourceError, prepare_fork_source
 from components.forks import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
 from components.gpu_fractioning import GpuFractioning, gpu_fractioning_values
@@ -182,7 +182,7 @@ def prove_smoke_pods(
     return proof.results, proof.report
 
 
-def fork_registry(config: StackConfig) -> Registry:
+def fork_registry(config: StackConfig) -> RegistryConfig:
     if config.registry is None:
         raise ValueError("the fork profile needs a registry")  # parse_config reports this to users
     return config.registry

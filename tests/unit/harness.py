@@ -14,7 +14,7 @@ from pulumi.runtime import mocks, rpc
 
 import components.stack
 from components.cluster_facts import ClusterFacts, HostFacts, NodeFacts
-from components.config import ForkPin
+from components.config.model import ForkPin
 from components.fork_source import ForkSource, fork_tree
 from components.forks import ForkRecipe
 

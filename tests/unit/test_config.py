@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from components.config import ConfigError, parse_config
+from components.config.load import ConfigError, parse_config
 from components.gpu_fractioning import RUNTIME_SOCKETS, configuration_warnings, mpsd_memory_limit
 from tests.unit.harness import run_program
 

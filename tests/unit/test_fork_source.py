@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ForkPin
+from components.config.model import ForkPin
 from components.fork_source import SourceError, fork_tree, prepare_fork_source, run
 from components.forks import KAI_SCHEDULER
 

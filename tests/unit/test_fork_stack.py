@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.config import Forks, GpuOperator
+from components.config.model import ForksConfig, GpuOperatorConfig
 from components.fork_source import SourceError
 from tests.unit.harness import (
     COMMAND,
@@ -108,7 +108,9 @@ def test_the_gpu_operator_is_pinned_to_v26_7_1_with_the_r615_driver() -> None:
     release = engine.release("gpu-operator").inputs
     assert release["chart"] == "gpu-operator"
     assert release["version"] == "v26.7.1"
-    assert release["repositoryOpts"] == {"repo": GpuOperator().chart.repo}, "the NVIDIA Helm repository by default"
+    assert release["repositoryOpts"] == {"repo": GpuOperatorConfig().chart.repo}, (
+        "the NVIDIA Helm repository by default"
+    )
     assert release["namespace"] == "gpu-operator"
     assert release["values"] == {"driver": {"enabled": True, "version": "615.71.09"}}
 
@@ -172,7 +174,7 @@ def test_destroy_waits_for_the_mpsd_pods_after_the_config_and_before_the_chart()
 def test_each_fork_is_checked_out_at_its_pinned_commit_before_anything_registers() -> None:
     engine, _ = run_program(A100)
     sources = {key: (pin.pull_request, pin.commit, workdir) for key, pin, workdir in engine.fork_sources}
-    assert engine.fork_sources[0][1].repository == Forks().kai_scheduler.repository
+    assert engine.fork_sources[0][1].repository == ForksConfig().kai_scheduler.repository
     assert sources == {
         "kai-scheduler": (2368, KAI_COMMIT, ".forks"),
         "kai-gpu-fractioning": (147, AGENTS_COMMIT, ".forks"),

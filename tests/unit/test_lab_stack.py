@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, parse_config
+from components.config.load import ConfigError, parse_config
 from tests.unit.harness import COMMAND, POD, RELEASE, run_program
 
 LAB: dict[str, Any] = {"profile": "lab"}

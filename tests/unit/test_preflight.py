@@ -35,7 +35,7 @@ from components.cluster_facts import (
     ssh_runner,
     version_tuple,
 )
-from components.config import parse_config
+from components.config.load import parse_config
 from components.gpu_fractioning import mpsd_memory_limit
 from components.preflight import (
     CheckId,

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 
 import components.stack
-from components.config import parse_config
+from components.config.load import parse_config
 from tests.unit import harness
 from tests.unit.harness import PREPARED_CLUSTER, run_program
 

@@ -1,19 +1,19 @@
-"""Typed stack configuration: the one place where keys, defaults and validation live."""
+"""The stack configuration's model: every key, its type, default and validation."""
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.preflight import PreflightConfig
 
-PROJECT = "kai-gpu-fractions"
-SECRET_KEYS = ("registryPassword",)
+class Model(BaseModel):
+    """What every section shares: camelCase keys, no unknown keys, frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+
 
 # Tags that a chart or Makefile falls back to when an override is forgotten: deploying one of
 # them means running code that is not the pinned fork.
@@ -22,15 +22,7 @@ TAG_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 COMMIT_PATTERN = re.compile(r"^[0-9a-f]{40}$")
 
 
-class ConfigError(Exception):
-    """Raised with one message that lists every invalid config key."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
-
-
-class ChartSource(_Model):
+class ChartSource(Model):
     """Where a Helm chart comes from: a chart name in `repo`, an `oci://` reference, or a local directory."""
 
     chart: str = Field(examples=["gpu-operator", "oci://ghcr.io/org/charts/name", "./mirror/gpu-operator"])
@@ -48,7 +40,7 @@ class ChartSource(_Model):
         return self
 
 
-class ForkPin(_Model):
+class ForkPin(Model):
     repository: str = Field(examples=["https://github.com/kai-scheduler/KAI-Scheduler.git"])
     pull_request: int = Field(ge=1, examples=[2368])
     commit: str = Field(examples=["44d1d0a966465c69b1fd0d24b40b9a1ebb73699e"])
@@ -65,7 +57,7 @@ class ForkPin(_Model):
         return self.commit[:7]
 
 
-class Registry(_Model):
+class RegistryConfig(Model):
     server: str = Field(examples=["registry.example.com/team/kai-fork"])
     username: str | None = Field(default=None, examples=["robot$kai"])
     pull_secret_name: str = Field(default="kai-fork-registry", examples=["kai-fork-registry"])
@@ -85,7 +77,7 @@ class Registry(_Model):
 ImageMode = Literal["build", "verify", "prebuilt"]
 
 
-class Forks(_Model):
+class ForksConfig(Model):
     kai_scheduler: ForkPin = ForkPin(
         repository="https://github.com/kai-scheduler/KAI-Scheduler.git",
         pull_request=2368,
@@ -118,7 +110,7 @@ class Forks(_Model):
         return self.tag or f"smshare-{self.kai_scheduler.short}-{self.gpu_fractioning.short}"
 
 
-class Driver(_Model):
+class DriverConfig(Model):
     source: Literal["operator", "host"] = Field(default="operator", examples=["operator", "host"])
     version: str = Field(default="615.71.09", examples=["615.71.09"])
 
@@ -131,14 +123,14 @@ class Driver(_Model):
         return value
 
 
-class GpuOperator(_Model):
+class GpuOperatorConfig(Model):
     enabled: bool = True
     namespace: str = "gpu-operator"
     chart: ChartSource = ChartSource(chart="gpu-operator", version="v26.7.1", repo="https://helm.ngc.nvidia.com/nvidia")
-    driver: Driver = Driver()
+    driver: DriverConfig = DriverConfig()
 
 
-class Kai(_Model):
+class KaiConfig(Model):
     namespace: str = "kai-scheduler"
     chart: ChartSource | None = Field(default=None, description="default: the fork checkout's chart")
     # The Config CR is otherwise applied by a post-install hook Job; rendering it inline keeps it in
@@ -150,19 +142,19 @@ class Kai(_Model):
 NodeRuntime = Literal["containerd", "microk8s", "k3s", "rke2"]
 
 
-class GpuFractioning(_Model):
+class GpuFractioningConfig(Model):
     namespace: str = "gpu-fractioning"
     chart: ChartSource | None = Field(default=None, description="default: the fork checkout's chart")
     minimum_gpu_operator_version: Literal["v26.7.1", "v26.7.0"] = Field(default="v26.7.1", examples=["v26.7.1"])
     node_runtime: NodeRuntime = Field(default="containerd", examples=["containerd", "microk8s", "k3s"])
 
 
-class Nodes(_Model):
+class NodesConfig(Model):
     gpus_per_node: int = Field(default=8, ge=1, le=256, examples=[8])
     gpu_memory_mib: int = Field(default=40960, ge=1024, examples=[40960])
 
 
-class SmokeTest(_Model):
+class SmokeTestConfig(Model):
     enabled: bool = True
     namespace: str = "default"
     queue: str = Field(default="default-queue", examples=["default-queue"])
@@ -172,7 +164,7 @@ class SmokeTest(_Model):
     prove: bool = True
 
 
-class Cluster(_Model):
+class ClusterConfig(Model):
     kubeconfig: str | None = Field(default=None, examples=["~/.kube/config"])
     context: str | None = Field(default=None, examples=["gpu-cluster"])
 
@@ -180,7 +172,7 @@ class Cluster(_Model):
 PUBLIC_KAI_CHART = ChartSource(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", version="v0.17.0")
 
 
-class GpuProfile(_Model):
+class GpuProfile(Model):
     count: int = Field(ge=1, examples=[8])
     memory_mib: int = Field(ge=1024, examples=[40960])
     product: str = Field(examples=["NVIDIA-A100-SXM4-40GB"])
@@ -190,11 +182,11 @@ class GpuProfile(_Model):
 GPU_PROFILES = {"a100": GpuProfile(count=8, memory_mib=40960, product="NVIDIA-A100-SXM4-40GB")}
 
 
-class KindCluster(_Model):
+class KindClusterConfig(Model):
     name: str = Field(default="kai-hami-test", examples=["kai-hami-test"])
 
 
-class NvmlMock(_Model):
+class NvmlMockConfig(Model):
     namespace: str = "nvml-mock"
     build_image: bool = True
     source_repository: str = "https://github.com/NVIDIA/k8s-test-infra.git"
@@ -204,20 +196,20 @@ class NvmlMock(_Model):
     image_tag: str = "local"
 
 
-class Isolator(_Model):
+class IsolatorConfig(Model):
     namespace: str = "kai-resource-isolator"
     chart: ChartSource = ChartSource(chart="oci://docker.io/projecthami/kai-resource-isolator", version="1.1.0-chart")
 
 
-class Lab(_Model):
+class LabConfig(Model):
     """The laptop lab: kind + nvml-mock + KAI v0.17.0 with HAMi-core + kai-resource-isolator."""
 
-    kind: KindCluster | None = Field(default=KindCluster(), description="null: use `cluster` as it is")
+    kind: KindClusterConfig | None = Field(default=KindClusterConfig(), description="null: use `cluster` as it is")
     gpu_profile: Literal["a100"] = Field(default="a100", examples=["a100"])
     gpu_nodes: list[str] | None = Field(default=None, examples=[["kai-hami-test-control-plane"]])
-    nvml_mock: NvmlMock = NvmlMock()
+    nvml_mock: NvmlMockConfig = NvmlMockConfig()
     device_plugin_image: str = "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
-    isolator: Isolator = Isolator()
+    isolator: IsolatorConfig = IsolatorConfig()
     await_workloads: bool = Field(default=True, description="false: do not wait for the whole-GPU pod to run")
     # Checks allocatable GPUs, queue accounting, the isolator's injection and the reservation boundary.
     prove: bool = True
@@ -235,132 +227,73 @@ class Lab(_Model):
         return []
 
     @model_validator(mode="after")
-    def _nodes_known(self) -> Lab:
+    def _nodes_known(self) -> LabConfig:
         if not self.node_names:
             raise ValueError("without a kind cluster, name the GPU nodes to label in `gpuNodes`")
         return self
 
 
-class StackConfig(_Model):
+# The rows of the build guide's prerequisites table that preflight checks.
+CheckId = Literal[
+    "cluster-admin",
+    "gpu-operator-version",
+    "runtime-class",
+    "gpu-present-label",
+    "gpu-memory-label",
+    "container-runtime",
+    "nri-socket",
+    "driver-version",
+    "mps-namespace",
+    "fabricmanager",
+    "mpsd-memory",
+    "allocatable-gpus",
+]
+
+
+class SshAccessConfig(Model):
+    command: list[str] = Field(default=["ssh", "-o", "BatchMode=yes"], examples=[["ssh", "-o", "BatchMode=yes"]])
+    user: str | None = Field(default=None, examples=["ubuntu"])
+    addresses: dict[str, str] = Field(default={}, description="node name → SSH host; default: the node name")
+    timeout_seconds: int = Field(default=60, ge=1)
+
+
+class CheckPodAccessConfig(Model):
+    """A short-lived privileged pod per GPU node: it is created during preview too."""
+
+    namespace: str = Field(default="kube-system", examples=["kube-system"])
+    image: str = Field(default="busybox:1.37", examples=["busybox:1.37"])
+    timeout_seconds: int = Field(default=120, ge=10)
+
+
+class HostAccessConfig(Model):
+    ssh: SshAccessConfig | None = None
+    check_pod: CheckPodAccessConfig | None = None
+
+
+class PreflightConfig(Model):
+    enabled: bool = True
+    warn_only: list[CheckId] = Field(default=[], examples=[["fabricmanager"]])
+    host_access: HostAccessConfig | None = Field(
+        default=None, description="null: host rows are reported as not checked"
+    )
+
+
+class StackConfig(Model):
     """The whole stack configuration, read once from `pulumi config`."""
 
     profile: Literal["fork", "lab"] = Field(default="fork", examples=["fork", "lab"])
-    cluster: Cluster = Cluster()
-    registry: Registry | None = None
-    forks: Forks = Forks()
-    gpu_operator: GpuOperator = GpuOperator()
-    kai: Kai = Kai()
-    gpu_fractioning: GpuFractioning = GpuFractioning()
-    nodes: Nodes = Nodes()
-    smoke_test: SmokeTest = SmokeTest()
-    lab: Lab = Lab()
+    cluster: ClusterConfig = ClusterConfig()
+    registry: RegistryConfig | None = None
+    forks: ForksConfig = ForksConfig()
+    gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
+    kai: KaiConfig = KaiConfig()
+    gpu_fractioning: GpuFractioningConfig = GpuFractioningConfig()
+    nodes: NodesConfig = NodesConfig()
+    smoke_test: SmokeTestConfig = SmokeTestConfig()
+    lab: LabConfig = LabConfig()
     preflight: PreflightConfig = PreflightConfig()
 
     @property
     def kai_chart(self) -> ChartSource | None:
         """The KAI chart: configured, else the fork checkout's (fork) or the public v0.17.0 (lab)."""
         return self.kai.chart or (PUBLIC_KAI_CHART if self.profile == "lab" else None)
-
-
-def _example_for(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
-    """The documented example of the field a validation error points at, if any."""
-    current: type[BaseModel] | None = model
-    examples: list[Any] | None = None
-    for part in loc:
-        if current is None:
-            break
-        field = next((f for n, f in current.model_fields.items() if part in (n, f.alias)), None)
-        if field is None:
-            return None
-        examples = field.examples
-        current = _nested_model(field.annotation)
-    if examples:
-        return json.dumps(examples[0])
-    if current is not None:
-        required = {
-            f.alias or n: f.examples[0] for n, f in current.model_fields.items() if f.is_required() and f.examples
-        }
-        return json.dumps(required) if required else None
-    return None
-
-
-def _nested_model(annotation: Any) -> type[BaseModel] | None:
-    for candidate in getattr(annotation, "__args__", None) or (annotation,):
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return candidate
-    return None
-
-
-def _describe(error: Mapping[str, Any], model: type[BaseModel]) -> str:
-    loc = tuple(error["loc"])
-    path = f"{PROJECT}:{loc[0]}" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
-    reason = str(error["msg"]).removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        reason = "is not a known key (check the spelling; see Pulumi.yaml for the schema)"
-    elif error["type"] == "missing":
-        reason = "is required"
-    example = _example_for(model, loc)
-    hint = f"; for example: {example}" if example else ""
-    return f"  - {path}: {reason}{hint}"
-
-
-def parse_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
-    """Validate raw `pulumi config` values (keys without the project prefix, values as stored).
-
-    Raises ConfigError naming every bad key with the reason and a valid example.
-    """
-    values: dict[str, Any] = {}
-    problems: list[str] = []
-    for key, value in raw.items():
-        if key in SECRET_KEYS:
-            if key not in secret_keys:
-                problems.append(
-                    f"  - {PROJECT}:{key}: must be stored encrypted; run `pulumi config set --secret {key} <value>`"
-                )
-            continue
-        values[key] = _decode(value)
-    if values.get("profile", "fork") == "fork" and "registry" not in values:
-        problems.append(
-            f"  - {PROJECT}:registry: is required for the fork profile; "
-            'for example: {"server": "registry.example.com/team/kai-fork"}'
-        )
-    if "registryPassword" in raw and not _as_dict(values.get("registry")).get("username"):
-        problems.append(
-            f'  - {PROJECT}:registry.username: is required when registryPassword is set; for example: "robot$kai"'
-        )
-    try:
-        config = StackConfig.model_validate(values)
-    except ValidationError as error:
-        problems += [_describe(e, StackConfig) for e in error.errors()]
-        config = None
-    if problems or config is None:
-        raise ConfigError("Invalid stack configuration:\n" + "\n".join(problems))
-    return config
-
-
-def _decode(value: Any) -> Any:
-    """Structured config arrives as JSON text; scalars stay strings for pydantic to coerce."""
-    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def load_from_pulumi() -> tuple[StackConfig, Any]:
-    """Reads this project's keys from the running stack's config; returns the model and the
-    registry password as a Pulumi secret Output (or None)."""
-    import pulumi
-    from pulumi.runtime import config as runtime_config
-
-    prefix = f"{PROJECT}:"
-    stored = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    raw = {key.removeprefix(prefix): value for key, value in stored.items() if key.startswith(prefix)}
-    secret = frozenset(key for key in raw if runtime_config.is_config_secret(prefix + key))
-    config = parse_config(raw, secret)
-    return config, pulumi.Config(PROJECT).get_secret("registryPassword")

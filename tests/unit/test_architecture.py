@@ -1,0 +1,107 @@
+"""The shape of the house: dependencies point one way, the config model sits at the ground.
+
+Every import counts, including those inside functions: a hidden import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# Where each package's modules live, and the name they are imported by.
+PACKAGES = {"components": REPO / "components", "gpu_policies": REPO / "policy" / "gpu_policies"}
+MAX_LEVELS = 6
+
+
+def module_name(path: Path, package: str) -> str:
+    parts = path.relative_to(PACKAGES[package].parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {
+        module_name(path, package): path
+        for package, root in PACKAGES.items()
+        for path in sorted(root.rglob("*.py"))
+        if "venv" not in path.parts
+    }
+
+
+def imported(path: Path, name: str, known: set[str]) -> Iterator[str]:
+    """The project modules `path` imports; `from package import module` names the module."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        yield from (target for target in targets if target in known)
+
+
+@cache
+def graph() -> dict[str, frozenset[str]]:
+    found = modules()
+    known = set(found)
+    return {name: frozenset(imported(path, name, known)) - {name} for name, path in found.items()}
+
+
+def find_cycle(edges: dict[str, frozenset[str]]) -> list[str] | None:
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(module: str) -> list[str] | None:
+        if module in visiting:
+            return [*visiting[visiting.index(module) :], module]
+        if module in done:
+            return None
+        visiting.append(module)
+        for target in sorted(edges[module]):
+            if cycle := visit(target):
+                return cycle
+        visiting.pop()
+        done.add(module)
+        return None
+
+    for module in sorted(edges):
+        if cycle := visit(module):
+            return cycle
+    return None
+
+
+def test_no_module_imports_itself_back_through_others() -> None:
+    cycle = find_cycle(graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_longest_import_chain_is_at_most_six_levels() -> None:
+    edges = graph()
+
+    @cache
+    def depth(module: str) -> tuple[str, ...]:
+        below = [depth(target) for target in edges[module]]
+        return (module, *max(below, key=len, default=()))
+
+    deepest = max((depth(module) for module in edges), key=len)
+    assert len(deepest) <= MAX_LEVELS, "too deep: " + " -> ".join(deepest)
+
+
+def test_the_config_model_imports_nothing_else_of_the_program() -> None:
+    for module, targets in graph().items():
+        if module == "components.config" or module.startswith("components.config."):
+            outside = {t for t in targets if not t.startswith("components.config")}
+            assert not outside, f"{module} imports {sorted(outside)}: the config model must stay at the ground"
+
+
+def test_the_graph_is_read_at_all() -> None:
+    edges = graph()
+    assert "components.config.model" in edges["components.stack"], "the reader must see the stack import its config"
+    assert len(edges) > 20
