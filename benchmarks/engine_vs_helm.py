@@ -28,12 +28,12 @@ from typing import Any
 import yaml
 
 from components.config.load import parse_config
-from components.gpu_node_labels import gpu_node_labels
-from components.isolator import isolator_values
-from components.kai_scheduler import kai_lab_values
-from components.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
-from components.nvml_mock import device_plugin_manifest, nvml_mock_values
-from components.queues import QUEUE_API_VERSION, queue_spec
+from components.gpu_cluster.kai_scheduler import kai_lab_values
+from components.lab.gpu_node_labels import gpu_node_labels
+from components.lab.isolator import isolator_values
+from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
+from components.lab.nvml_mock import device_plugin_manifest, nvml_mock_values
+from components.lab.queues import QUEUE_API_VERSION, queue_spec
 from tests.integration.test_dev_stack import NODE, dev_config
 from tests.integration.workspace import REPO, Workspace, kubectl
 

@@ -30,7 +30,7 @@ import pulumi, pulumi_kubernetes
 t1 = time.perf_counter()
 import pulumi_kubernetes.core.v1, pulumi_kubernetes.apps.v1, pulumi_kubernetes.helm.v3
 import pulumi_kubernetes.apiextensions, pulumi_kubernetes.meta.v1, pulumi_kubernetes.node.v1
-import components.stack, components.fork_images, components.fork_source
+import components.stack, components.forks.images, components.forks.source
 from tests.unit.harness import run_program
 t2 = time.perf_counter()
 run_program({config!r}, secret_keys=("registryPassword",))
@@ -77,8 +77,8 @@ def fork_source_seconds(samples: int) -> float:
     real git against a local repository shaped like GitHub's pull request refs."""
     sys.path.insert(0, str(REPO))  # run as a script, the repository root is not on the path
     from components.config.model import ForkPin
-    from components.fork_source import prepare_fork_source
-    from components.forks import GPU_FRACTIONING
+    from components.forks.recipes import GPU_FRACTIONING
+    from components.forks.source import prepare_fork_source
 
     with tempfile.TemporaryDirectory() as base:
         work, bare = Path(base) / "work", Path(base) / "fork.git"

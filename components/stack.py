@@ -15,20 +15,27 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.cluster_facts import read_cluster_facts
+from components.checks.cluster_facts import read_cluster_facts
+from components.checks.preflight import (
+    blocking,
+    evaluate,
+    expectations_for,
+    format_report,
+    host_runner,
+    nri_socket_path,
+)
 from components.config.model import RegistryConfig, StackConfig
-from components.fork_source import ForkSource, SourceError, prepare_fork_source
-from components.forks import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
-from components.gpu_fractioning import GpuFractioning, gpu_fractioning_values
-from components.gpu_node_labels import GpuNodeLabels
-from components.gpu_operator import GpuOperator
-from components.isolator import Isolator
-from components.kai_scheduler import KaiScheduler, kai_fork_values, kai_lab_values
-from components.lab_pods import BOUNDARY_NOT_OBSERVED, LabPods
-from components.nvml_mock import NvmlMock
-from components.preflight import blocking, evaluate, expectations_for, format_report, host_runner, nri_socket_path
-from components.queues import LabQueues
-from components.smoke_pods import SmokePods
+from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
+from components.forks.source import ForkSource, SourceError, prepare_fork_source
+from components.gpu_cluster.gpu_fractioning import GpuFractioning, gpu_fractioning_values
+from components.gpu_cluster.gpu_operator import GpuOperator
+from components.gpu_cluster.kai_scheduler import KaiScheduler, kai_fork_values, kai_lab_values
+from components.gpu_cluster.smoke_pods import SmokePods
+from components.lab.gpu_node_labels import GpuNodeLabels
+from components.lab.isolator import Isolator
+from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, LabPods
+from components.lab.nvml_mock import NvmlMock
+from components.lab.queues import LabQueues
 
 
 @dataclass(frozen=True)
@@ -163,7 +170,7 @@ def prove_smoke_pods(
     config: StackConfig, smoke: SmokePods, kai: KaiScheduler, agents: GpuFractioning
 ) -> tuple[pulumi.Output[Any], pulumi.Output[str]]:
     # Imported here: the proof reads the cluster with the kubernetes client at `up` only.
-    from components.proof_resource import SmokeProof
+    from components.checks.proof_resources import SmokeProof
 
     proof = SmokeProof(
         "smoke-proof",
@@ -210,7 +217,7 @@ def fork_outputs(
     chart = str(source.chart_path) if source else None
     if mode == "prebuilt":
         return ForkOutputs(pulumi.Output.from_input({}), chart, None)
-    from components.fork_images import ForkImages, ForkImagesArgs
+    from components.forks.images import ForkImages, ForkImagesArgs
 
     images = ForkImages(
         f"{recipe.key}-images",
@@ -233,7 +240,7 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     kubeconfig = None
     if lab.kind is not None:
         # Imported here: the command provider is needed only when the stack creates the cluster.
-        from components.lab_cluster import KindCluster
+        from components.lab.kind_cluster import KindCluster
 
         kubeconfig = KindCluster("lab-cluster", lab.kind).kubeconfig
     in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config, kubeconfig)})
@@ -241,7 +248,7 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     cluster_kubeconfig = kubeconfig or kubeconfig_path(config)
     mock = NvmlMock("nvml-mock", lab, config.forks.workdir, opts=in_cluster)
     # Imported here: the readiness check reads the cluster with the kubernetes client at `up` only.
-    from components.proof_resource import GpusAllocatable
+    from components.checks.proof_resources import GpusAllocatable
 
     # The device plugin is ready when every GPU node advertises the profile's count (8, not 80).
     allocatable = GpusAllocatable(
@@ -272,7 +279,7 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator))
     proof: dict[str, Any] = {"sharedPodBoundary": BOUNDARY_NOT_OBSERVED}
     if lab.prove:
-        from components.proof_resource import LabProof
+        from components.checks.proof_resources import LabProof
 
         lab_proof = LabProof(
             "lab-proof",

@@ -18,7 +18,7 @@ from typing import Any, Self
 
 import yaml
 
-from components.cluster_facts import parse_quantity
+from components.checks.cluster_facts import parse_quantity
 from tests.integration.workspace import kubectl, kubectl_json
 
 GPU = "nvidia.com/gpu"

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.proof import DEVICE_QUERY_POD, parse_annotation_grep
-from components.smoke_pods import SMOKE_POD_NAMES
+from components.checks.proof import DEVICE_QUERY_POD, parse_annotation_grep
+from components.gpu_cluster.smoke_pods import SMOKE_POD_NAMES
 from tests.integration.conftest import StandInOperator, leftovers
 from tests.integration.stand_ins import PollingStandIn, cri_log
 from tests.integration.test_fork_stack import PASSWORD, a100_config

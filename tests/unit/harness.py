@@ -13,10 +13,10 @@ import pulumi
 from pulumi.runtime import mocks, rpc
 
 import components.stack
-from components.cluster_facts import ClusterFacts, HostFacts, NodeFacts
+from components.checks.cluster_facts import ClusterFacts, HostFacts, NodeFacts
 from components.config.model import ForkPin
-from components.fork_source import ForkSource, fork_tree
-from components.forks import ForkRecipe
+from components.forks.recipes import ForkRecipe
+from components.forks.source import ForkSource, fork_tree
 
 PROJECT = "kai-gpu-fractions"
 PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"

@@ -6,7 +6,7 @@ import pulumi
 import pytest
 
 from components.config.load import ConfigError, parse_config
-from components.gpu_fractioning import RUNTIME_SOCKETS, configuration_warnings, mpsd_memory_limit
+from components.gpu_cluster.gpu_fractioning import RUNTIME_SOCKETS, configuration_warnings, mpsd_memory_limit
 from tests.unit.harness import run_program
 
 GOOD_REGISTRY = '{"server": "registry.example.com/team/kai-fork"}'

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from components.config.model import ForkPin
-from components.fork_source import SourceError, fork_tree, prepare_fork_source, run
-from components.forks import KAI_SCHEDULER
+from components.forks.recipes import KAI_SCHEDULER
+from components.forks.source import SourceError, fork_tree, prepare_fork_source, run
 
 PULL_REQUEST = 2368
 

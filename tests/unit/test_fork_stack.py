@@ -12,7 +12,7 @@ import pulumi
 import pytest
 
 from components.config.model import ForksConfig, GpuOperatorConfig
-from components.fork_source import SourceError
+from components.forks.source import SourceError
 from tests.unit.harness import (
     COMMAND,
     CUSTOM_RESOURCE_PREFIX,

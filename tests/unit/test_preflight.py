@@ -14,7 +14,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.cluster_facts import (
+from components.checks.cluster_facts import (
     ADMIN_RESOURCES,
     ClusterFacts,
     HostFacts,
@@ -35,9 +35,7 @@ from components.cluster_facts import (
     ssh_runner,
     version_tuple,
 )
-from components.config.load import parse_config
-from components.gpu_fractioning import mpsd_memory_limit
-from components.preflight import (
+from components.checks.preflight import (
     CheckId,
     Expectations,
     Finding,
@@ -50,6 +48,8 @@ from components.preflight import (
     mpsd_budget_mib,
     parse_container_runtime,
 )
+from components.config.load import parse_config
+from components.gpu_cluster.gpu_fractioning import mpsd_memory_limit
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOST = FIXTURES / "proof" / "host"

@@ -15,7 +15,7 @@ import pulumi
 import pytest
 import yaml
 
-from components.proof import (
+from components.checks.proof import (
     DEVICE_QUERY_POD,
     MpsNamespace,
     ProofResult,
@@ -41,7 +41,7 @@ from components.proof import (
     queue_allocated_gpus,
     sm_count_for_product,
 )
-from components.proof_resource import (
+from components.checks.proof_resources import (
     Clock,
     LabProof,
     LabSpec,
@@ -551,7 +551,7 @@ def test_the_pickled_provider_loads_in_a_fresh_process_from_the_project_director
     done = subprocess.run(
         [sys.executable, "-c", load], input=encoded, capture_output=True, text=True, cwd=REPO, check=False
     )
-    assert done.stdout.split() == ["components.proof_resource", "SmokeProofProvider"], done.stderr
+    assert done.stdout.split() == ["components.checks.proof_resources", "SmokeProofProvider"], done.stderr
     assert len(base64.b64decode(encoded)) < 2000, "the provider is pickled by reference, with no captured state"
 
 
@@ -595,7 +595,7 @@ def test_the_proofs_register_as_dynamic_resources_with_a_secret_kubeconfig() -> 
 
 
 def test_the_allocatable_wait_retries_until_the_device_plugin_advertises_every_gpu() -> None:
-    from components.proof_resource import Clock, wait_for_allocatable
+    from components.checks.proof_resources import Clock, wait_for_allocatable
 
     advertised = iter(["0", "0", "8"])
 

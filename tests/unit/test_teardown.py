@@ -6,8 +6,8 @@ import traceback
 
 import pytest
 
-from components.dynamic_cluster import report_failures_without_traceback
-from components.teardown import POLL_SECONDS, PodsStillRunning, _PodsGoneProvider, wait_until_gone
+from components.checks.dynamic import report_failures_without_traceback
+from components.checks.teardown import POLL_SECONDS, PodsStillRunning, _PodsGoneProvider, wait_until_gone
 
 
 class Clock:

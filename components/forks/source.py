@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components.config.model import ForkPin
-from components.forks import ForkRecipe
+from components.forks.recipes import ForkRecipe
 
 # Runs a command in a directory and returns its stdout; raises SourceError when it fails.
 Runner = Callable[[Sequence[str], Path], str]

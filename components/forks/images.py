@@ -9,7 +9,7 @@ import pulumi_docker as docker
 from pulumi_command import local
 
 from components.config.model import ImageMode, RegistryConfig
-from components.forks import ForkRecipe
+from components.forks.recipes import ForkRecipe
 
 # Variables go on the make command line, as in the build guide: the environment alone does not
 # override a Makefile's plain assignments.

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from components.cluster_facts import (
+from components.checks.cluster_facts import (
     ADMIN_RESOURCES,
     GPU_MEMORY_LABEL,
     GPU_PRESENT_LABEL,
@@ -205,7 +205,7 @@ def parse_container_runtime(version: str) -> tuple[str, tuple[int, ...] | None]:
 
 def expectations_for(config: StackConfig) -> Expectations:
     """The Expectations of a parsed stack configuration."""
-    from components.gpu_fractioning import mpsd_memory_limit
+    from components.gpu_cluster.gpu_fractioning import mpsd_memory_limit
 
     if config.profile == "lab":
         return Expectations(
@@ -234,7 +234,7 @@ def nri_socket_path(config: StackConfig) -> str:
 
 def host_runner(config: StackConfig, preflight: PreflightConfig) -> HostRunner | None:
     """The configured node access, if any."""
-    from components.cluster_facts import check_pod_runner, ssh_runner
+    from components.checks.cluster_facts import check_pod_runner, ssh_runner
 
     access = preflight.host_access
     if access is None:

@@ -8,9 +8,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
+from components.checks.teardown import PodsGoneBeforeUninstall
 from components.config.model import GpuFractioningConfig, NodeRuntime
-from components.forks import GPU_FRACTIONING
-from components.teardown import PodsGoneBeforeUninstall
+from components.forks.recipes import GPU_FRACTIONING
 
 MPSD_SELECTOR = "app.kubernetes.io/component=mpsd"
 # The guide waits this long for the mpsd pods to terminate; they take about a minute.

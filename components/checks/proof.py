@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from components.cluster_facts import GPU_RESOURCE, parse_quantity
+from components.checks.cluster_facts import GPU_RESOURCE, parse_quantity
 
 RESERVED_GPU_MEMORY_MIB = 1024  # the MPS server's own context; the binder's reservedGpuMemory
 DEFAULT_NAMESPACE_PERCENTAGE = 10.0
@@ -307,7 +307,7 @@ def decide_sm_share(query: DeviceQuery, sm_count: int, fraction: float) -> Proof
 def device_query_pod_manifest(namespace: str, queue: str, fraction: float, image: str = DEVICE_QUERY_IMAGE) -> dict:
     """The guide's half-GPU deviceQuery pod: a smoke pod that tries to override its own share to 100 %."""
     from components.config.model import SmokeTestConfig
-    from components.smoke_pods import smoke_pod_manifest
+    from components.gpu_cluster.smoke_pods import smoke_pod_manifest
 
     pod = smoke_pod_manifest(
         DEVICE_QUERY_POD, SmokeTestConfig(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)

@@ -1,0 +1,110 @@
+"""PodsGoneBeforeUninstall: on destroy, waits until no pod matches a selector, then lets what it
+depends on go.
+
+The build guide's uninstall waits for the mpsd pods to terminate (about a minute) after the
+`default` GpuFractioningConfig is deleted and before the chart goes: MPS daemons still holding the
+GPUs would outlive their operator, and the GPU Operator's driver cannot unload under them.
+Creating it does nothing; it acts only when it is deleted.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+
+from components.checks.cluster_facts import api_client, raw_json
+from components.checks.dynamic import (
+    ReportedFailure,
+    cluster_props,
+    report_failures_without_traceback,
+    with_secret_kubeconfig,
+)
+
+POLL_SECONDS = 3.0
+
+report_failures_without_traceback()
+
+
+class PodsStillRunning(ReportedFailure):
+    """Pods that should be gone are still there at the deadline."""
+
+
+def wait_until_gone(
+    list_pods: Callable[[], list[str]],
+    where: str,
+    timeout_seconds: float,
+    fix: str,
+    now: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    deadline = now() + timeout_seconds
+    while pods := list_pods():
+        if now() >= deadline:
+            raise PodsStillRunning(
+                f"{len(pods)} pod(s) in {where} still there after {timeout_seconds:g}s: {', '.join(sorted(pods))}. "
+                f"{fix} Then run `pulumi destroy` again."
+            )
+        sleep(POLL_SECONDS)
+
+
+class _PodsGoneProvider(ResourceProvider):
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(id_=uuid.uuid4().hex, outs=props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        # Cluster access counts too: the wait runs at destroy with what the state holds.
+        changed = any(olds.get(k) != news.get(k) for k in set(olds) | set(news) if k != "__provider")
+        return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=news)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        from kubernetes import client
+        from urllib3.exceptions import HTTPError
+
+        namespace, selector = str(props["namespace"]), str(props["label_selector"])
+        core = client.CoreV1Api(api_client(props.get("kubeconfig"), props.get("context")))
+
+        def names() -> list[str]:
+            pods = raw_json(core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))
+            return [str(pod["metadata"]["name"]) for pod in pods["items"]]
+
+        try:
+            wait_until_gone(names, f"{namespace} ({selector})", float(props["timeout_seconds"]), str(props["fix"]))
+        except HTTPError as error:
+            # No connection at all: the cluster is gone or unreachable, and the uninstalls that
+            # follow say so. Any answer from the API server (403, 500) is an error here.
+            pulumi.log.warn(f"could not reach the cluster to wait for pods {selector} in {namespace}: {error}")
+
+
+class PodsGoneBeforeUninstall(Resource, module="kai-gpu-fractions", name="PodsGoneBeforeUninstall"):
+    """Depend on the release to be uninstalled after the pods are gone; make what stops the pods
+    depend on this, so it is deleted first."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        kubeconfig: pulumi.Input[str] | None,
+        context: str | None,
+        namespace: str,
+        label_selector: str,
+        timeout_seconds: int,
+        fix: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        props = cluster_props(
+            kubeconfig,
+            context,
+            namespace=namespace,
+            label_selector=label_selector,
+            timeout_seconds=timeout_seconds,
+            fix=fix,
+        )
+        super().__init__(_PodsGoneProvider(), name, props, with_secret_kubeconfig(opts))
