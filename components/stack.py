@@ -6,8 +6,6 @@ lab:  kind → nvml-mock + device plugin → GPU labels → KAI (HAMi-core) → 
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,22 +13,17 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.checks.cluster_facts import read_cluster_facts
-from components.checks.preflight import (
-    blocking,
-    evaluate,
-    expectations_for,
-    format_report,
-    host_runner,
-    nri_socket_path,
-)
+from components.checks.lab_proof import AllocatableSpec, LabSpec
+from components.checks.preflight import run_preflight
+from components.checks.proof_resources import GpusAllocatable, LabProof, SmokeProof
+from components.checks.smoke_proof import SmokeSpec
 from components.config.model import RegistryConfig, StackConfig
 from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
 from components.forks.source import ForkSource, SourceError, prepare_fork_source
 from components.gpu_cluster.gpu_fractioning import GpuFractioning, gpu_fractioning_values
 from components.gpu_cluster.gpu_operator import GpuOperator
 from components.gpu_cluster.kai_scheduler import KaiScheduler, kai_fork_values, kai_lab_values
-from components.gpu_cluster.smoke_pods import SmokePods
+from components.gpu_cluster.smoke_pods import SMOKE_POD_NAMES, SmokePods
 from components.lab.gpu_node_labels import GpuNodeLabels
 from components.lab.isolator import Isolator
 from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, LabPods
@@ -52,47 +45,18 @@ def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -
     )
 
 
-def kubeconfig_path(config: StackConfig) -> str | None:
-    # The provider and the client take a path or the file's contents; `~` is not expanded for a path.
-    path = config.cluster.kubeconfig
-    return os.path.expanduser(path) if path else None
-
-
 def cluster_provider(config: StackConfig, kubeconfig: pulumi.Input[str] | None = None) -> k8s.Provider:
-    return k8s.Provider("cluster", kubeconfig=kubeconfig or kubeconfig_path(config), context=config.cluster.context)
+    return k8s.Provider(
+        "cluster", kubeconfig=kubeconfig or config.cluster.kubeconfig_path, context=config.cluster.context
+    )
 
 
 def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
     """Checks the cluster's prerequisites, then registers every resource of the configured profile
     and returns the stack outputs."""
-    findings = preflight(config)
+    findings = run_preflight(config)
     outputs = deploy_lab(config) if config.profile == "lab" else deploy_forks(config, registry_password)
     return {**outputs, "preflight": findings}
-
-
-def preflight(config: StackConfig) -> list[dict[str, str]]:
-    """Every prerequisite row of the build guide, read from the cluster before anything registers,
-    in preview too. A failing row stops the program with one line per row; the rest are warnings."""
-    settings = config.preflight
-    if not settings.enabled or (config.profile == "lab" and config.lab.kind is not None):
-        return []  # a kind cluster the stack creates does not exist before `up`
-    try:
-        facts = read_cluster_facts(
-            kubeconfig_path(config), config.cluster.context, host_runner(config, settings), nri_socket_path(config)
-        )
-    except Exception as error:  # the client raises many types; all mean the same to the user
-        raise pulumi.RunError(
-            f"Preflight could not read the cluster ({type(error).__name__}: {error}). Check "
-            "kai-gpu-fractions:cluster (kubeconfig, context), or set kai-gpu-fractions:preflight.enabled to false."
-        ) from None
-    findings = evaluate(facts, expectations_for(config), settings)
-    if blocking(findings):
-        raise pulumi.RunError("Preflight failed; nothing was changed.\n" + format_report(findings))
-    if any(finding.outcome != "pass" for finding in findings):
-        pulumi.log.warn(format_report(findings))
-    else:
-        pulumi.log.info(format_report(findings))
-    return [dataclasses.asdict(finding) for finding in findings if finding.outcome != "pass"]
 
 
 def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
@@ -138,7 +102,7 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
             pull_secret_name,
         ),
         local_chart=agents_fork.chart,
-        kubeconfig=kubeconfig_path(config),
+        kubeconfig=config.cluster.kubeconfig_path,
         context=config.cluster.context,
         pull_secret=pull_secret,
         # The node agents serve KAI's annotations, and KAI's operator waits for their config.
@@ -169,19 +133,18 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
 def prove_smoke_pods(
     config: StackConfig, smoke: SmokePods, kai: KaiScheduler, agents: GpuFractioning
 ) -> tuple[pulumi.Output[Any], pulumi.Output[str]]:
-    # Imported here: the proof reads the cluster with the kubernetes client at `up` only.
-    from components.checks.proof_resources import SmokeProof
-
     proof = SmokeProof(
         "smoke-proof",
-        kubeconfig=kubeconfig_path(config),
+        SmokeSpec(
+            pods=SMOKE_POD_NAMES,
+            gpu_memory_mib=config.nodes.gpu_memory_mib,
+            gpu_fraction=config.smoke_test.gpu_fraction,
+            namespace=config.smoke_test.namespace,
+            queue=config.smoke_test.queue,
+            agents_namespace=config.gpu_fractioning.namespace,
+        ),
+        kubeconfig=config.cluster.kubeconfig_path,
         context=config.cluster.context,
-        pods=smoke.names,
-        gpu_memory_mib=config.nodes.gpu_memory_mib,
-        gpu_fraction=config.smoke_test.gpu_fraction,
-        namespace=config.smoke_test.namespace,
-        queue=config.smoke_test.queue,
-        agents_namespace=config.gpu_fractioning.namespace,
         # A new revision of either release is a new install to prove; the outputs must not go stale.
         triggers=pulumi.Output.all(kai.release.status.revision, agents.release.status.revision),
         opts=pulumi.ResourceOptions(depends_on=[smoke]),
@@ -245,18 +208,14 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
         kubeconfig = KindCluster("lab-cluster", lab.kind).kubeconfig
     in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config, kubeconfig)})
     # What the checks that read the cluster themselves (readiness, proof) connect with.
-    cluster_kubeconfig = kubeconfig or kubeconfig_path(config)
+    cluster_kubeconfig = kubeconfig or config.cluster.kubeconfig_path
     mock = NvmlMock("nvml-mock", lab, config.forks.workdir, opts=in_cluster)
-    # Imported here: the readiness check reads the cluster with the kubernetes client at `up` only.
-    from components.checks.proof_resources import GpusAllocatable
-
     # The device plugin is ready when every GPU node advertises the profile's count (8, not 80).
     allocatable = GpusAllocatable(
         "gpus-allocatable",
+        AllocatableSpec(gpu_count=lab.gpu.count, nodes=tuple(lab.node_names)),
         kubeconfig=cluster_kubeconfig,
         context=config.cluster.context,
-        gpu_count=lab.gpu.count,
-        nodes=lab.node_names,
         opts=pulumi.ResourceOptions(depends_on=[mock]),
     )
     # The lab labels nodes once the device plugin advertises their GPUs.
@@ -279,16 +238,16 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator))
     proof: dict[str, Any] = {"sharedPodBoundary": BOUNDARY_NOT_OBSERVED}
     if lab.prove:
-        from components.checks.proof_resources import LabProof
-
         lab_proof = LabProof(
             "lab-proof",
+            LabSpec(
+                gpu_count=lab.gpu.count,
+                gpu_memory_mib=lab.gpu.memory_mib,
+                shared_memory_mib=lab.gpu.memory_mib // 2,
+                nodes=tuple(lab.node_names),
+            ),
             kubeconfig=cluster_kubeconfig,
             context=config.cluster.context,
-            gpu_count=lab.gpu.count,
-            gpu_memory_mib=lab.gpu.memory_mib,
-            shared_memory_mib=lab.gpu.memory_mib // 2,
-            nodes=labels.nodes,
             opts=pulumi.ResourceOptions(depends_on=[pods]),
         )
         proof = {

@@ -1,12 +1,18 @@
-"""Inputs shared by the dynamic resources that read the cluster themselves (proofs, teardown waits)."""
+"""What the dynamic resources that read the cluster themselves (proofs, waits) share: their cluster
+access as inputs, their spec as inputs, and failures reported as findings rather than crashes."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import traceback
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 import pulumi
+from pydantic import TypeAdapter
+
+Spec = TypeVar("Spec")
 
 # Inputs that only say how to reach the cluster: a change of them alone is no change of the resource.
 ACCESS_KEYS = frozenset({"__provider", "kubeconfig", "context"})
@@ -16,6 +22,17 @@ def cluster_props(kubeconfig: pulumi.Input[str] | None, context: str | None, **p
     """The resource's inputs: cluster access, with the kubeconfig as a secret, then its own."""
     secret = pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None
     return {"kubeconfig": secret, "context": context, **props}
+
+
+def spec_props(spec: Any) -> dict[str, Any]:
+    """A spec dataclass's fields as the resource's inputs."""
+    return dataclasses.asdict(spec)
+
+
+def spec_from_props(spec_type: type[Spec], props: Mapping[str, Any]) -> Spec:
+    """The spec back from the inputs the engine hands the provider (numbers may arrive as floats)."""
+    names = {field.name for field in dataclasses.fields(spec_type)}  # type: ignore[arg-type]
+    return TypeAdapter(spec_type).validate_python({k: v for k, v in props.items() if k in names})
 
 
 def with_secret_kubeconfig(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:

@@ -1,34 +1,16 @@
-"""Proof after install: parsers and decisions for the guide's Step 5 checks, the SM-share measurement, and the lab.
-
-Every function here is pure: the evidence (pod annotations, `env` output, `namespace list`, `nvidia-smi`,
-deviceQuery logs, Queue status, pod specs, logs and events) comes in as text or plain dicts, and a
-ProofResult says whether the caps are enforced, not just requested, and why.
-"""
+"""What every proof shares: its results, the cluster reads it needs, patient polling, and failing
+the update when a check does not hold."""
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from components.checks.cluster_facts import GPU_RESOURCE, parse_quantity
+from components.checks.dynamic import ReportedFailure
 
-RESERVED_GPU_MEMORY_MIB = 1024  # the MPS server's own context; the binder's reservedGpuMemory
-DEFAULT_NAMESPACE_PERCENTAGE = 10.0
-KAI_NAMESPACE_PREFIX = "kai_"
-SM_TOLERANCE = 2  # MPS hands out SMs in TPC pairs on A100/H100
-DEVICE_QUERY_POD = "fraction-devicequery"
-DEVICE_QUERY_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:devicequery"
-GPU_UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-MISMATCHED_PAIR = (
-    "a fork node agent running against an upstream scheduler, or the reverse: rebuild and reinstall both "
-    "from the pinned commits"
-)
-
-# SMs per GPU by the product name GPU Feature Discovery publishes (nvidia.com/gpu.product).
-SM_COUNTS = (("A100", 108), ("A30", 56), ("H100-PCIE", 114), ("H100", 132), ("H200", 132), ("L40S", 142))
+POLL_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -53,367 +35,82 @@ def failures(results: Iterable[ProofResult]) -> list[ProofResult]:
     return [r for r in results if not r.passed]
 
 
-def expected_percentage(fraction: float) -> int:
-    return round(fraction * 100)
+class ProofCluster(Protocol):
+    """The few reads and execs the proofs need, as plain JSON-shaped dicts."""
+
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]: ...
+
+    def exec(self, namespace: str, pod: str, container: str | None, command: list[str]) -> str: ...
+
+    def create_pod(self, namespace: str, manifest: dict[str, Any]) -> None: ...
+
+    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None: ...
+
+    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str: ...
+
+    def read_node(self, name: str) -> dict[str, Any] | None: ...
+
+    def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]: ...
+
+    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> dict[str, Any] | None: ...
+
+    def events_for(self, namespace: str, name: str) -> list[str]: ...
 
 
-def expected_memory_cap_mib(gpu_memory_mib: int, fraction: float, reserved_mib: int = RESERVED_GPU_MEMORY_MIB) -> int:
-    """N = (GPU memory in MiB − 1024) × fraction: 19968 for half an A100 40GB."""
-    return math.floor((gpu_memory_mib - reserved_mib) * fraction)
+@dataclass
+class Clock:
+    """Time, injectable so the polling is testable without waiting."""
+
+    now: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
 
 
-def sm_count_for_product(product: str) -> int | None:
-    upper = product.upper()
-    return next((count for name, count in SM_COUNTS if name in upper), None)
+def default_container(pod: Mapping[str, Any]) -> str | None:
+    """The container `kubectl exec` would pick: the annotated default, else the first."""
+    annotated = ((pod.get("metadata") or {}).get("annotations") or {}).get("kubectl.kubernetes.io/default-container")
+    if annotated:
+        return str(annotated)
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return str(containers[0]["name"]) if containers else None
 
 
-# ---------------------------------------------------------------- 1. the binder's annotations
+def phase(pod: Mapping[str, Any] | None) -> str | None:
+    return str((pod.get("status") or {}).get("phase")) if pod else None
 
 
-@dataclass(frozen=True)
-class BinderDecision:
-    portion: str
-    memory_request: str
-    devices: str
-
-
-def parse_annotation_grep(text: str) -> dict[str, str]:
-    """The guide's `jsonpath='{.metadata.annotations}' | grep -o '"nvidia\\.com/[^"]*":"[^"]*"'` lines."""
-    return dict(re.findall(r'"(nvidia\.com/[^"]*)":"([^"]*)"', text))
-
-
-def binder_annotations(annotations: Mapping[str, str]) -> BinderDecision:
-    """The binder's per-container annotations, e.g. nvidia.com/container.main.gpu-memory.request."""
-
-    def value(suffix: str) -> str:
-        for key, found in annotations.items():
-            if key.startswith("nvidia.com/") and (key.endswith("." + suffix) or key.endswith("/" + suffix)):
-                return found.strip()
-        return ""
-
-    return BinderDecision(value("gpu-compute.portion"), value("gpu-memory.request"), value("gpus.devices"))
-
-
-def decide_binder(pods: Mapping[str, Mapping[str, str]]) -> ProofResult:
-    """Non-empty portion and memory request on every pod, and one real GPU UUID shared by all of them."""
-    check = "binder-annotations"
-    problems: list[str] = []
-    uuids: dict[str, str] = {}
-    for pod, pod_annotations in pods.items():
-        decision = binder_annotations(pod_annotations)
-        if not decision.portion:
-            problems.append(f"{pod} has no gpu-compute.portion")
-        if not decision.memory_request:
-            problems.append(f"{pod} has no gpu-memory.request")
-        if not GPU_UUID.match(decision.devices):
-            problems.append(f"{pod} has gpus.devices {decision.devices or 'empty'}, not a GPU UUID ({MISMATCHED_PAIR})")
-        else:
-            uuids[pod] = decision.devices
-    if not problems and len(set(uuids.values())) != 1:
-        problems.append("the pods are on different GPUs: " + ", ".join(f"{p} on {u}" for p, u in uuids.items()))
-    if problems:
-        return ProofResult(check, False, "; ".join(problems))
-    first = binder_annotations(next(iter(pods.values())))
-    return ProofResult(
-        check,
-        True,
-        f"{len(pods)} pods share {next(iter(uuids.values()))} with portion {first.portion} and memory "
-        f"request {first.memory_request}",
-    )
-
-
-# ---------------------------------------------------------------- 2. the injected environment
-
-
-def parse_env(text: str) -> dict[str, str]:
-    """`env` output: NAME=value per line (values may contain `=`)."""
-    env = {}
-    for line in text.splitlines():
-        name, sep, value = line.partition("=")
-        if sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            env[name] = value.strip()
-    return env
-
-
-def decide_env(env: Mapping[str, str], fraction: float, gpu_memory_mib: int) -> ProofResult:
-    """CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<N>M for half a GPU."""
-    check = "injected-env"
-    if env.get("NVIDIA_VISIBLE_DEVICES") == "void":
-        return ProofResult(check, False, f"NVIDIA_VISIBLE_DEVICES=void: {MISMATCHED_PAIR}")
-    if not any(name.startswith("CUDA_MPS_") for name in env):
-        return ProofResult(
-            check,
-            False,
-            "the container has no CUDA_MPS_* variables: fractiond did not register as an NRI plugin "
-            '(kubectl -n gpu-fractioning logs ds/gpu-fractioning-fractiond | grep -i "registering plugin\\|configured '
-            'NRI"; on MicroK8s set the socket paths)',
-        )
-    percentage = expected_percentage(fraction)
-    limit = f"0={expected_memory_cap_mib(gpu_memory_mib, fraction)}M"
-    problems = []
-    thread = env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
-    if thread is None or not _number_equals(thread, percentage):
-        problems.append(f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={thread}, expected {percentage}")
-    pinned = env.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")
-    if pinned != limit:
-        problems.append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={pinned}, expected {limit}")
-    if problems:
-        return ProofResult(check, False, "; ".join(problems))
-    return ProofResult(
-        check, True, f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={thread}, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={limit}"
-    )
-
-
-def _number_equals(raw: str, expected: float) -> bool:
+def guarded(check: str, decide: Callable[[], ProofResult]) -> ProofResult:
+    """Evidence that cannot be gathered fails its check with the reason, instead of hiding the others."""
     try:
-        return math.isclose(float(raw), expected, abs_tol=0.005)
-    except ValueError:
-        return False
+        return decide()
+    except Exception as error:  # any API or exec failure is that check's failure
+        return ProofResult(check, False, f"could not gather the evidence: {error}")
 
 
-# ---------------------------------------------------------------- 3. the MPS server's namespaces
+def wait_for(clock: Clock, deadline: float, probe: Callable[[], Any]) -> Any:
+    while True:
+        found = probe()
+        if found is not None or clock.now() >= deadline:
+            return found
+        clock.sleep(POLL_SECONDS)
 
 
-@dataclass(frozen=True)
-class MpsNamespace:
-    name: str
-    server: str
-    pinned_memory_limit: str
-    active_thread_percentage: float | None
+def retry(clock: Clock, seconds: float, attempt: Callable[[], ProofResult]) -> ProofResult:
+    deadline = clock.now() + seconds
+    while True:
+        result = attempt()
+        if result.passed or clock.now() >= deadline:
+            return result
+        clock.sleep(POLL_SECONDS)
 
 
-def parse_namespace_list(text: str) -> list[MpsNamespace]:
-    """`nvidia-cuda-mps-control -p 3 namespace list --server=shared`, table or CSV form.
-
-    Table columns: NAME, SERVER, SERVER STATUS, PINNED MEMORY LIMIT, ACTIVE THREAD PERCENTAGE.
-    """
-    namespaces = []
-    for line in text.splitlines():
-        fields = [f.strip() for f in line.split(",")] if "," in line else line.split()
-        if len(fields) < 3 or fields[0].upper() == "NAME":
-            continue
-        try:
-            percentage: float | None = float(fields[-1])
-        except ValueError:
-            if fields[-1].lower() not in ("unlimited", "-", "n/a"):
-                continue
-            percentage = None
-        namespaces.append(MpsNamespace(fields[0], fields[1], fields[-2], percentage))
-    return namespaces
+def raise_on_failure(kind: str, results: Sequence[ProofResult]) -> None:
+    failed = failures(results)
+    if failed:
+        named = "; ".join(f"{r.check}: {r.detail}" for r in failed)
+        raise ProofFailed(f"{kind} failed {len(failed)} of {len(results)} checks: {named}\n{format_proof(results)}")
 
 
-def decide_namespaces(
-    namespaces: Sequence[MpsNamespace],
-    pods: int,
-    fraction: float,
-    default_percentage: float = DEFAULT_NAMESPACE_PERCENTAGE,
-) -> ProofResult:
-    """At least one `kai_*` namespace per pod at the pod's share, none without a cap, and `default`
-    at 10.00. Other pods' namespaces at other shares are fine: the server is the node's."""
-    check = "mps-namespaces"
-    expected = float(expected_percentage(fraction))
-    kai = [n for n in namespaces if n.name.startswith(KAI_NAMESPACE_PREFIX)]
-    capped = [
-        n for n in kai if n.active_thread_percentage is not None and math.isclose(n.active_thread_percentage, expected)
-    ]
-    uncapped = [n for n in kai if n.active_thread_percentage is None or n.active_thread_percentage >= 100]
-    default = next((n for n in namespaces if n.name == "default"), None)
-    problems = []
-    if uncapped:
-        shown = ", ".join(f"{n.name} at {n.active_thread_percentage or 'unlimited'}" for n in uncapped)
-        problems.append(f"kai_* namespaces without an SM cap: {shown}")
-    if len(capped) < pods:
-        others = ", ".join(f"{n.name} at {n.active_thread_percentage}" for n in kai if n not in capped)
-        problems.append(
-            f"{len(capped)} kai_* namespaces at {expected:.2f}, expected {pods}"
-            + (f" (also: {others})" if others else "")
-        )
-    if default is None:
-        problems.append("no default namespace")
-    elif default.active_thread_percentage is None or not math.isclose(
-        default.active_thread_percentage, default_percentage
-    ):
-        problems.append(f"default namespace at {default.active_thread_percentage}, expected {default_percentage:.2f}")
-    if problems:
-        return ProofResult(
-            check, False, "; ".join(problems) + " (if you re-ran the test, namespaces can linger ~1 min)"
-        )
-    return ProofResult(
-        check, True, f"{len(capped)} kai_* namespaces at {expected:.2f}, default at {default_percentage:.2f}"
-    )
-
-
-# ---------------------------------------------------------------- 4. the pod's memory view
-
-
-def parse_memory_total(text: str) -> int | None:
-    """`nvidia-smi --query-gpu=memory.total --format=csv,noheader` → MiB of the first GPU."""
-    match = re.search(r"^\s*(\d+)\s*MiB\s*$", text, re.M)
-    return int(match.group(1)) if match else None
-
-
-def decide_memory_view(total_mib: int | None, expected_cap_mib: int, physical_mib: int) -> ProofResult:
-    """Under a hostile CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 the pod still sees its capped memory."""
-    check = "memory-view"
-    if total_mib is None:
-        return ProofResult(check, False, "nvidia-smi reported no memory.total")
-    if total_mib >= physical_mib:
-        return ProofResult(
-            check,
-            False,
-            f"the pod sees {total_mib} MiB, the physical card's memory: fractiond's NVML shim is not active",
-        )
-    if abs(total_mib - expected_cap_mib) > 1:
-        return ProofResult(check, False, f"the pod sees {total_mib} MiB, expected its cap of {expected_cap_mib} MiB")
-    return ProofResult(check, True, f"the pod sees {total_mib} MiB of {physical_mib} MiB despite the override")
-
-
-# ---------------------------------------------------------------- the SM share, measured
-
-
-@dataclass(frozen=True)
-class DeviceQuery:
-    multiprocessors: int | None
-    result: str | None
-
-
-def parse_device_query(text: str) -> DeviceQuery:
-    """deviceQuery's `(054) Multiprocessors, (064) CUDA Cores/MP:` and `Result = PASS` lines."""
-    sms = re.search(r"\(\s*(\d+)\)\s*Multiprocessors", text)
-    result = re.search(r"Result\s*=\s*(\w+)", text)
-    return DeviceQuery(int(sms.group(1)) if sms else None, result.group(1) if result else None)
-
-
-def decide_sm_share(query: DeviceQuery, sm_count: int, fraction: float) -> ProofResult:
-    """About `fraction` of the SMs although the pod asked for 100 %: the MPS server enforces the share."""
-    check = "sm-share"
-    if query.multiprocessors is None:
-        return ProofResult(check, False, f"deviceQuery reported no Multiprocessors line (Result = {query.result})")
-    measured = query.multiprocessors
-    expected = sm_count * fraction
-    if measured >= sm_count:
-        return ProofResult(
-            check, False, f"{measured} of {sm_count} SMs: the override to 100 % took effect, the share is not enforced"
-        )
-    if abs(measured - expected) > SM_TOLERANCE:
-        return ProofResult(check, False, f"{measured} of {sm_count} SMs, expected about {math.floor(expected)}")
-    return ProofResult(
-        check,
-        True,
-        f"{measured} of {sm_count} SMs ({measured / sm_count:.0%}) despite CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100",
-    )
-
-
-def device_query_pod_manifest(namespace: str, queue: str, fraction: float, image: str = DEVICE_QUERY_IMAGE) -> dict:
-    """The guide's half-GPU deviceQuery pod: a smoke pod that tries to override its own share to 100 %."""
-    from components.config.model import SmokeTestConfig
-    from components.gpu_cluster.smoke_pods import smoke_pod_manifest
-
-    pod = smoke_pod_manifest(
-        DEVICE_QUERY_POD, SmokeTestConfig(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)
-    )
-    (container,) = pod["spec"]["containers"]
-    del container["command"]  # the image's entrypoint runs deviceQuery
-    container["env"] = [{"name": "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "value": "100"}]
-    return {"apiVersion": "v1", "kind": "Pod", **pod}
-
-
-# ---------------------------------------------------------------- the lab
-
-
-def decide_allocatable(allocatable: Mapping[str, Mapping[str, str]], expected: int) -> ProofResult:
-    """Every lab GPU node advertises the profile's count of whole GPUs (8, not 80)."""
-    check = "allocatable-gpus"
-    wrong = {node: values.get(GPU_RESOURCE) for node, values in allocatable.items()}
-    wrong = {node: value for node, value in wrong.items() if value != str(expected)}
-    if not allocatable:
-        return ProofResult(check, False, "no lab GPU node found")
-    if wrong:
-        shown = ", ".join(f"{node}: {value or 'absent'}" for node, value in wrong.items())
-        return ProofResult(check, False, f"allocatable {GPU_RESOURCE} is not {expected} on {shown}")
-    return ProofResult(check, True, f"{', '.join(allocatable)}: allocatable {GPU_RESOURCE} {expected}")
-
-
-def queue_allocated_gpus(queue: Mapping[str, Any]) -> float | None:
-    """A KAI Queue's status.allocated GPUs (fractions included), e.g. "1510m" → 1.51."""
-    allocated = (queue.get("status") or {}).get("allocated") or {}
-    raw = allocated.get(GPU_RESOURCE, allocated.get("gpu"))
-    return parse_quantity(str(raw)) if raw is not None else None
-
-
-def parse_queue_division_log(text: str, queue: str) -> float | None:
-    """The scheduler's `Resource division result for queue <q>: ... GPU: requested: <r>, allocated: <a>` line."""
-    pattern = (
-        rf"Resource division result for queue <{re.escape(queue)}>:.*?GPU: requested: <[^>]*>, allocated: <([\d.]+)>"
-    )
-    found = re.findall(pattern, text, re.I)
-    return float(found[-1]) if found else None
-
-
-def decide_queue_allocation(allocated: float | None, queue: str, whole_gpus: int, fraction: float) -> ProofResult:
-    """The queue's allocation counts the whole-GPU pod and the shared pod's slice (1.51 in the lab)."""
-    check = "queue-allocation"
-    if allocated is None:
-        return ProofResult(check, False, f"queue {queue} reports no allocated GPU")
-    slice_ = allocated - whole_gpus
-    if slice_ >= 1:
-        return ProofResult(
-            check,
-            False,
-            f"queue {queue} allocated {allocated:g} GPU: the shared pod counts as {slice_:g} whole GPU(s), "
-            f"not a {fraction:g} share",
-        )
-    if slice_ + 0.005 < fraction:
-        return ProofResult(
-            check,
-            False,
-            f"queue {queue} allocated {allocated:g} GPU: {whole_gpus} whole and no {fraction:g} slice for the "
-            "shared pod",
-        )
-    return ProofResult(
-        check, True, f"queue {queue} allocated {allocated:g} GPU: {whole_gpus} whole + {slice_:.2f} shared"
-    )
-
-
-def decide_isolator_injection(pod: Mapping[str, Any]) -> ProofResult:
-    """The isolator's webhook mounted HAMi-core (/usr/local/vgpu, /etc/ld.so.preload) and set RuntimeClass nvidia."""
-    check = "isolator-injection"
-    spec = pod.get("spec") or {}
-    mounts = {m.get("mountPath") for c in spec.get("containers") or [] for m in c.get("volumeMounts") or []}
-    env = {e.get("name"): e.get("value") for c in spec.get("containers") or [] for e in c.get("env") or []}
-    missing = [path for path in ("/etc/ld.so.preload", "/usr/local/vgpu") if path not in mounts]
-    if spec.get("runtimeClassName") != "nvidia":
-        missing.append("runtimeClassName: nvidia")
-    if missing:
-        return ProofResult(
-            check, False, "the shared pod lacks " + ", ".join(missing) + " (is the isolator's webhook up?)"
-        )
-    extra = f", CONTAINER_VGPU_MOUNT={env['CONTAINER_VGPU_MOUNT']}" if "CONTAINER_VGPU_MOUNT" in env else ""
-    return ProofResult(check, True, f"/etc/ld.so.preload and /usr/local/vgpu mounted, runtimeClassName nvidia{extra}")
-
-
-RESERVATION_SIGNATURES = ("ERROR_LIBRARY_NOT_FOUND", "failed waiting for GPU reservation pod")
-
-
-def decide_reservation_boundary(phase: str | None, reservation_logs: str, events: Sequence[str]) -> ProofResult:
-    """The shared pod stops at KAI's reservation pod, which cannot load NVML on a fake GPU: expected, reported."""
-    check = "reservation-boundary"
-    if phase is None:
-        return ProofResult(check, False, "the shared pod does not exist")
-    if phase == "Running":
-        return ProofResult(check, True, "the shared pod runs: the reservation pod claimed a GPU (no fake-GPU boundary)")
-    evidence = [s for s in RESERVATION_SIGNATURES if s in reservation_logs or any(s in e for e in events)]
-    if evidence:
-        return ProofResult(
-            check,
-            True,
-            "expected limit of fake GPUs: KAI's reservation pod cannot load NVML "
-            f"({' / '.join(evidence)}), so the shared pod stays {phase}; crossing it needs a real GPU "
-            "or the container toolkit/CDI against the mock driver root",
-        )
-    return ProofResult(
-        check,
-        False,
-        f"the shared pod is {phase} without the reservation-pod signature "
-        "(no ERROR_LIBRARY_NOT_FOUND log, no BindingError event): something else blocks it",
-    )
+class ProofFailed(ReportedFailure):
+    """A proof check failed: the caps are not shown to be enforced."""

@@ -17,13 +17,13 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components.checks.cluster_facts import api_client, raw_json
 from components.checks.dynamic import (
     ReportedFailure,
     cluster_props,
     report_failures_without_traceback,
     with_secret_kubeconfig,
 )
+from components.checks.kube import KubeClient
 
 POLL_SECONDS = 3.0
 
@@ -65,15 +65,13 @@ class _PodsGoneProvider(ResourceProvider):
         return UpdateResult(outs=news)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from kubernetes import client
         from urllib3.exceptions import HTTPError
 
         namespace, selector = str(props["namespace"]), str(props["label_selector"])
-        core = client.CoreV1Api(api_client(props.get("kubeconfig"), props.get("context")))
+        cluster = KubeClient.connect(props.get("kubeconfig"), props.get("context"))
 
         def names() -> list[str]:
-            pods = raw_json(core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))
-            return [str(pod["metadata"]["name"]) for pod in pods["items"]]
+            return [str(pod["metadata"]["name"]) for pod in cluster.list_pods(namespace, selector)]
 
         try:
             wait_until_gone(names, f"{namespace} ({selector})", float(props["timeout_seconds"]), str(props["fix"]))

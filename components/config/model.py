@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Annotated, Literal
 
@@ -167,6 +168,12 @@ class SmokeTestConfig(Model):
 class ClusterConfig(Model):
     kubeconfig: str | None = Field(default=None, examples=["~/.kube/config"])
     context: str | None = Field(default=None, examples=["gpu-cluster"])
+
+    @property
+    def kubeconfig_path(self) -> str | None:
+        """The kubeconfig as the provider and the client take it: a path with `~` expanded (neither
+        expands it), or the file's contents."""
+        return os.path.expanduser(self.kubeconfig) if self.kubeconfig else None
 
 
 PUBLIC_KAI_CHART = ChartSource(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", version="v0.17.0")

@@ -9,38 +9,19 @@ import pulumi_kubernetes as k8s
 
 from components import helm
 from components.checks.teardown import PodsGoneBeforeUninstall
-from components.config.model import GpuFractioningConfig, NodeRuntime
+from components.config.model import GpuFractioningConfig
 from components.forks.recipes import GPU_FRACTIONING
+from components.gpu_cluster.node_agents import MPSD_SELECTOR, RUNTIME_SOCKETS, mpsd_memory_limit_mib
 
-MPSD_SELECTOR = "app.kubernetes.io/component=mpsd"
 # The guide waits this long for the mpsd pods to terminate; they take about a minute.
 MPSD_STOP_TIMEOUT_SECONDS = 180
-MPSD_BASE_MEMORY_MIB = 1024
-MPSD_BASE_GPUS = 16
-# mpsd holds one CUDA server context per GPU, about 50 MiB of host memory each.
-MPSD_MIB_PER_EXTRA_GPU = 50
-
-# Where containerd and its NRI socket live per distribution. On MicroK8s the CRI socket must be
-# symlinked into a directory of its own first: the operator mounts each socket's parent
-# directory, and two sockets in one directory make the DaemonSet invalid.
-RUNTIME_SOCKETS: dict[NodeRuntime, dict[str, str]] = {
-    "containerd": {},
-    "microk8s": {
-        "criSocketPath": "/opt/kai-runtime/containerd.sock",
-        "nriSocketPath": "/var/snap/microk8s/common/run/nri.sock",
-    },
-    "k3s": {"criSocketPath": "/run/k3s/containerd/containerd.sock"},
-    "rke2": {"criSocketPath": "/run/k3s/containerd/containerd.sock"},
-}
 
 CONFIG_API_VERSION = "gpu-fractioning.kai.scheduler/v1alpha1"
 CONFIG_KIND = "GpuFractioningConfig"
 
 
-def mpsd_memory_limit(gpus_per_node: int) -> str:
-    """1Gi covers 16 GPUs; denser nodes get about 50 MiB more per GPU."""
-    extra = max(0, gpus_per_node - MPSD_BASE_GPUS) * MPSD_MIB_PER_EXTRA_GPU
-    return "1Gi" if extra == 0 else f"{MPSD_BASE_MEMORY_MIB + extra}Mi"
+def memory_quantity(mib: int) -> str:
+    return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
 def gpu_fractioning_values(
@@ -55,7 +36,7 @@ def gpu_fractioning_values(
     values: dict[str, Any] = {
         "images": {image: {"repository": f"{repo_base}/{image}", "tag": tag} for image in GPU_FRACTIONING.images},
         "gpuOperator": {"minimumVersion": config.minimum_gpu_operator_version},
-        "mpsDaemon": {"resources": {"limits": {"memory": mpsd_memory_limit(gpus_per_node)}}},
+        "mpsDaemon": {"resources": {"limits": {"memory": memory_quantity(mpsd_memory_limit_mib(gpus_per_node))}}},
     }
     if sockets := RUNTIME_SOCKETS[config.node_runtime]:
         values["fractioningAgent"] = dict(sockets)

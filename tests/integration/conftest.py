@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components.gpu_cluster.gpu_fractioning import MPSD_SELECTOR
+from components.gpu_cluster.node_agents import MPSD_SELECTOR
 from tests.integration.stand_ins import PollingStandIn
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, require_env
 

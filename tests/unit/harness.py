@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import pytest
 from pulumi.runtime import mocks, rpc
 
-import components.stack
+from components import stack
+from components.checks import preflight
 from components.checks.cluster_facts import ClusterFacts, HostFacts, NodeFacts
 from components.config.model import ForkPin
 from components.forks.recipes import ForkRecipe
@@ -178,29 +180,30 @@ def stack_config(config: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def run_program(
-    config: dict[str, Any],
-    secret_keys: tuple[str, ...] = (),
-    preview: bool = False,
-    cluster: ClusterFacts = PREPARED_CLUSTER,
-) -> tuple[Engine, dict[str, Any]]:
-    """Runs __main__.py under mocks, with `cluster` as what preflight reads; returns the engine and
-    the resolved stack outputs."""
-    engine = Engine()
-    pulumi.runtime.set_mocks(engine, project=PROJECT, stack="test", preview=preview, monitor=RecordingMonitor(engine))
-    pulumi.runtime.set_all_config(stack_config(config), [f"{PROJECT}:{k}" for k in secret_keys])
-    exported: dict[str, Any] = {}
-    original_export = pulumi.export
+class ProgramRunner:
+    """Runs __main__.py under mocks, with `cluster` as what preflight reads and the fork sources
+    recorded instead of checked out; `engine` is the last run's, also when the program failed."""
 
-    def capture(name: str, value: Any) -> None:
-        exported[name] = value
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.monkeypatch = monkeypatch
+        self.engine = Engine()
 
-    pulumi.export = capture  # type: ignore[assignment]
-    read_cluster_facts = components.stack.read_cluster_facts
-    prepare_fork_source = components.stack.prepare_fork_source
-    components.stack.read_cluster_facts = lambda *_args, **_kwargs: cluster  # type: ignore[assignment]
-    components.stack.prepare_fork_source = engine.prepare_fork_source  # type: ignore[assignment]
-    try:
+    def __call__(
+        self,
+        config: dict[str, Any],
+        secret_keys: tuple[str, ...] = (),
+        preview: bool = False,
+        cluster: ClusterFacts = PREPARED_CLUSTER,
+    ) -> tuple[Engine, dict[str, Any]]:
+        """The engine and the resolved stack outputs."""
+        self.engine = engine = Engine()
+        monitor = RecordingMonitor(engine)
+        pulumi.runtime.set_mocks(engine, project=PROJECT, stack="test", preview=preview, monitor=monitor)
+        pulumi.runtime.set_all_config(stack_config(config), [f"{PROJECT}:{k}" for k in secret_keys])
+        exported: dict[str, Any] = {}
+        self.monkeypatch.setattr(pulumi, "export", exported.__setitem__)
+        self.monkeypatch.setattr(preflight, "read_cluster_facts", lambda _config: cluster)
+        self.monkeypatch.setattr(stack, "prepare_fork_source", engine.prepare_fork_source)
 
         @pulumi.runtime.test
         def program() -> Any:
@@ -208,8 +211,4 @@ def run_program(
             return pulumi.Output.from_input(exported).apply(lambda resolved: exported.update(resolved))
 
         program()
-    finally:
-        pulumi.export = original_export  # type: ignore[assignment]
-        components.stack.read_cluster_facts = read_cluster_facts  # type: ignore[assignment]
-        components.stack.prepare_fork_source = prepare_fork_source
-    return engine, exported
+        return engine, exported

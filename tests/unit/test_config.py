@@ -6,8 +6,9 @@ import pulumi
 import pytest
 
 from components.config.load import ConfigError, parse_config
-from components.gpu_cluster.gpu_fractioning import RUNTIME_SOCKETS, configuration_warnings, mpsd_memory_limit
-from tests.unit.harness import run_program
+from components.gpu_cluster.gpu_fractioning import configuration_warnings, memory_quantity
+from components.gpu_cluster.node_agents import RUNTIME_SOCKETS, mpsd_memory_limit_mib
+from tests.unit.harness import ProgramRunner
 
 GOOD_REGISTRY = '{"server": "registry.example.com/team/kai-fork"}'
 
@@ -96,7 +97,7 @@ def test_a_password_without_a_username_is_refused() -> None:
     assert lines[0].startswith("  - kai-gpu-fractions:registry.username: is required when registryPassword is set")
 
 
-def test_a_bad_config_stops_the_program_before_any_resource_with_a_run_error() -> None:
+def test_a_bad_config_stops_the_program_before_any_resource_with_a_run_error(run_program: ProgramRunner) -> None:
     with pytest.raises(pulumi.RunError) as caught:
         run_program(
             {
@@ -109,23 +110,15 @@ def test_a_bad_config_stops_the_program_before_any_resource_with_a_run_error() -
     assert "kai-gpu-fractions:forks.tag" in message and "kai-gpu-fractions:nodes.gpus" in message
 
 
-def test_a_bad_config_registers_nothing() -> None:
-    from tests.unit import harness
-
-    engine = harness.Engine()
-    original = harness.Engine
-    harness.Engine = lambda: engine  # type: ignore[assignment,misc]
-    try:
-        with pytest.raises(pulumi.RunError):
-            run_program({"forks": {"tag": ""}})
-    finally:
-        harness.Engine = original  # type: ignore[misc]
-    assert engine.registrations == [], "nothing may be half-applied"
+def test_a_bad_config_registers_nothing(run_program: ProgramRunner) -> None:
+    with pytest.raises(pulumi.RunError):
+        run_program({"forks": {"tag": ""}})
+    assert run_program.engine.registrations == [], "nothing may be half-applied"
 
 
 @pytest.mark.parametrize(("gpus", "limit"), [(1, "1Gi"), (8, "1Gi"), (16, "1Gi"), (17, "1074Mi"), (32, "1824Mi")])
 def test_mpsd_memory_is_1gi_up_to_16_gpus_then_50_mib_per_extra_gpu(gpus: int, limit: str) -> None:
-    assert mpsd_memory_limit(gpus) == limit
+    assert memory_quantity(mpsd_memory_limit_mib(gpus)) == limit
 
 
 def test_microk8s_gives_the_cri_socket_its_own_directory_and_the_snap_nri_socket() -> None:

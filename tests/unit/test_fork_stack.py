@@ -21,7 +21,7 @@ from tests.unit.harness import (
     RELEASE,
     SECRET,
     Engine,
-    run_program,
+    ProgramRunner,
 )
 
 REGISTRY = "registry.example.com/team/kai-fork"
@@ -48,7 +48,7 @@ def commands_by_name(engine: Any) -> dict[str, dict[str, Any]]:
     return {r.name: r.inputs for r in engine.created(COMMAND)}
 
 
-def test_the_image_tag_defaults_to_one_naming_both_pinned_commits() -> None:
+def test_the_image_tag_defaults_to_one_naming_both_pinned_commits(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(A100)
     assert outputs["imageTag"] == TAG, "the default tag must record the pairing of both commits"
     kai = engine.release("kai-scheduler").inputs["values"]["global"]
@@ -57,7 +57,7 @@ def test_the_image_tag_defaults_to_one_naming_both_pinned_commits() -> None:
     assert {image["tag"] for image in agents.values()} == {TAG}, "both forks must share one tag"
 
 
-def test_an_explicit_tag_reaches_every_image_of_both_forks() -> None:
+def test_an_explicit_tag_reaches_every_image_of_both_forks(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(with_overrides(A100, forks={"tag": "exp-7"}))
     assert outputs["imageTag"] == "exp-7"
     assert engine.release("kai-scheduler").inputs["values"]["global"]["tag"] == "exp-7"
@@ -67,7 +67,7 @@ def test_an_explicit_tag_reaches_every_image_of_both_forks() -> None:
     assert built == {"exp-7"}, "the images must be built with the tag the releases deploy"
 
 
-def test_kai_gets_exactly_the_guides_values_for_the_fork() -> None:
+def test_kai_gets_exactly_the_guides_values_for_the_fork(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     release = engine.release("kai-scheduler").inputs
     assert release["namespace"] == "kai-scheduler"
@@ -88,7 +88,7 @@ def test_kai_gets_exactly_the_guides_values_for_the_fork() -> None:
     assert not release.get("skipAwait"), "KAI must be waited for until its deployments are available"
 
 
-def test_gpu_fractioning_gets_every_image_repository_and_tag() -> None:
+def test_gpu_fractioning_gets_every_image_repository_and_tag(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     release = engine.release("gpu-fractioning").inputs
     assert release["chart"] == f".forks/kai-gpu-fractioning/{AGENTS_COMMIT[:12]}/operator/charts"
@@ -103,7 +103,7 @@ def test_gpu_fractioning_gets_every_image_repository_and_tag() -> None:
     }
 
 
-def test_the_gpu_operator_is_pinned_to_v26_7_1_with_the_r615_driver() -> None:
+def test_the_gpu_operator_is_pinned_to_v26_7_1_with_the_r615_driver(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     release = engine.release("gpu-operator").inputs
     assert release["chart"] == "gpu-operator"
@@ -115,18 +115,18 @@ def test_the_gpu_operator_is_pinned_to_v26_7_1_with_the_r615_driver() -> None:
     assert release["values"] == {"driver": {"enabled": True, "version": "615.71.09"}}
 
 
-def test_host_driver_mode_turns_the_driver_container_off() -> None:
+def test_host_driver_mode_turns_the_driver_container_off(run_program: ProgramRunner) -> None:
     engine, _ = run_program(with_overrides(A100, gpuOperator={"driver": {"source": "host"}}))
     assert engine.release("gpu-operator").inputs["values"] == {"driver": {"enabled": False}}
 
 
-def test_a_stack_without_the_gpu_operator_installs_no_operator_release() -> None:
+def test_a_stack_without_the_gpu_operator_installs_no_operator_release(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(with_overrides(A100, gpuOperator={"enabled": False}))
     assert [r.inputs["name"] for r in engine.created(RELEASE)] == ["kai-scheduler", "gpu-fractioning"]
     assert outputs["releases"]["gpu-operator"] == "not managed by this stack"
 
 
-def test_the_graph_follows_the_guides_order() -> None:
+def test_the_graph_follows_the_guides_order(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     operator = engine.release("gpu-operator")
     kai = engine.release("kai-scheduler")
@@ -145,7 +145,7 @@ def test_the_graph_follows_the_guides_order() -> None:
         assert engine.waits_for(pod, agents), f"{pod.name} must wait for the node agents"
 
 
-def test_destroy_deletes_the_default_gpu_fractioning_config_before_the_chart() -> None:
+def test_destroy_deletes_the_default_gpu_fractioning_config_before_the_chart(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     (config,) = [r for r in engine.registrations if r.type.startswith(CUSTOM_RESOURCE_PREFIX)]
     assert config.type.endswith(":GpuFractioningConfig")
@@ -156,7 +156,7 @@ def test_destroy_deletes_the_default_gpu_fractioning_config_before_the_chart() -
     )
 
 
-def test_destroy_waits_for_the_mpsd_pods_after_the_config_and_before_the_chart() -> None:
+def test_destroy_waits_for_the_mpsd_pods_after_the_config_and_before_the_chart(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     config = engine.one(
         "kubernetes:gpu-fractioning.kai.scheduler/v1alpha1:GpuFractioningConfig", "gpu-fractioning-default-config"
@@ -171,7 +171,7 @@ def test_destroy_waits_for_the_mpsd_pods_after_the_config_and_before_the_chart()
     assert engine.waits_for(waiter, engine.release("gpu-fractioning")), "the chart goes only after the wait"
 
 
-def test_each_fork_is_checked_out_at_its_pinned_commit_before_anything_registers() -> None:
+def test_each_fork_is_checked_out_at_its_pinned_commit_before_anything_registers(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     sources = {key: (pin.pull_request, pin.commit, workdir) for key, pin, workdir in engine.fork_sources}
     assert engine.fork_sources[0][1].repository == ForksConfig().kai_scheduler.repository
@@ -191,7 +191,7 @@ def test_each_fork_is_checked_out_at_its_pinned_commit_before_anything_registers
 
 
 def test_a_fork_that_cannot_be_checked_out_stops_the_program_before_anything_registers(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, run_program: ProgramRunner
 ) -> None:
     registered_before: list[int] = []
 
@@ -208,7 +208,7 @@ def test_a_fork_that_cannot_be_checked_out_stops_the_program_before_anything_reg
     assert "could not resolve" in message
 
 
-def test_each_fork_is_built_with_its_own_make_targets_and_the_guides_variables() -> None:
+def test_each_fork_is_built_with_its_own_make_targets_and_the_guides_variables(run_program: ProgramRunner) -> None:
     engine, _ = run_program(with_overrides(A100, forks={"platform": "linux/amd64"}))
     commands = commands_by_name(engine)
     kai = commands["kai-scheduler-images-build"]
@@ -234,7 +234,7 @@ def test_each_fork_is_built_with_its_own_make_targets_and_the_guides_variables()
         assert f'{variable}="${variable}"' in kai["create"], f"{variable} must be passed on the make command line"
 
 
-def test_changing_one_pin_rebuilds_exactly_that_fork() -> None:
+def test_changing_one_pin_rebuilds_exactly_that_fork(run_program: ProgramRunner) -> None:
     before, _ = run_program(A100)
     bumped = "0" * 40
     after, _ = run_program(
@@ -258,20 +258,20 @@ def test_changing_one_pin_rebuilds_exactly_that_fork() -> None:
     assert old["kai-gpu-fractioning-images-build"] == new["kai-gpu-fractioning-images-build"]
 
 
-def test_unchanged_pins_give_identical_build_inputs_so_a_rerun_builds_nothing() -> None:
+def test_unchanged_pins_give_identical_build_inputs_so_a_rerun_builds_nothing(run_program: ProgramRunner) -> None:
     first, _ = run_program(A100)
     second, _ = run_program(A100)
     assert commands_by_name(first) == commands_by_name(second)
 
 
 @pytest.mark.parametrize("platform", [None, "linux/arm64"])
-def test_the_platform_is_a_rebuild_trigger(platform: str | None) -> None:
+def test_the_platform_is_a_rebuild_trigger(platform: str | None, run_program: ProgramRunner) -> None:
     engine, _ = run_program(with_overrides(A100, forks={"platform": platform} if platform else {}))
     triggers = commands_by_name(engine)["kai-scheduler-images-build"]["triggers"]
     assert triggers == [KAI_COMMIT, REGISTRY, TAG, platform or "host"]
 
 
-def test_every_expected_image_is_verified_in_the_registry_and_its_digest_exported() -> None:
+def test_every_expected_image_is_verified_in_the_registry_and_its_digest_exported(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(A100)
     checked = sorted(args["name"] for token, args in engine.invokes if token.startswith("docker:"))
     assert len(checked) == 19, "15 KAI services and 4 node agents"
@@ -282,13 +282,13 @@ def test_every_expected_image_is_verified_in_the_registry_and_its_digest_exporte
     assert all(d.startswith("sha256:") for fork in digests.values() for d in fork.values())
 
 
-def test_verify_mode_builds_nothing_but_still_checks_the_registry() -> None:
+def test_verify_mode_builds_nothing_but_still_checks_the_registry(run_program: ProgramRunner) -> None:
     engine, _ = run_program(with_overrides(A100, forks={"images": "verify"}))
     assert not [n for n in commands_by_name(engine) if n.endswith("-build")], "verify mode must not build"
     assert len([t for t, _ in engine.invokes if t.startswith("docker:")]) == 19
 
 
-def test_prebuilt_images_with_mirrored_charts_need_no_checkout_build_or_registry() -> None:
+def test_prebuilt_images_with_mirrored_charts_need_no_checkout_build_or_registry(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(with_overrides(A100, **LOCAL_CHARTS))
     assert engine.fork_sources == [], "no fork is checked out"
     assert engine.created(COMMAND) == [], "nothing runs on the build machine"
@@ -298,7 +298,7 @@ def test_prebuilt_images_with_mirrored_charts_need_no_checkout_build_or_registry
     assert outputs["imageDigests"] == {"kai-scheduler": {}, "kai-gpu-fractioning": {}}
 
 
-def test_a_private_registry_gets_pull_secrets_holding_the_password_only_as_a_secret() -> None:
+def test_a_private_registry_gets_pull_secrets_holding_the_password_only_as_a_secret(run_program: ProgramRunner) -> None:
     engine, _ = run_program(PRIVATE, secret_keys=("registryPassword",))
     secrets = engine.created(SECRET)
     assert sorted(s.inputs["metadata"]["namespace"] for s in secrets) == ["gpu-fractioning", "kai-scheduler"]
@@ -317,7 +317,7 @@ def test_a_private_registry_gets_pull_secrets_holding_the_password_only_as_a_sec
     )
 
 
-def test_smoke_pods_are_the_guides_two_half_gpu_non_root_pods() -> None:
+def test_smoke_pods_are_the_guides_two_half_gpu_non_root_pods(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(A100)
     assert outputs["smokePods"] == ["fraction-smoke-a", "fraction-smoke-b"]
     for pod in engine.created(POD):
@@ -340,13 +340,13 @@ def test_smoke_pods_are_the_guides_two_half_gpu_non_root_pods() -> None:
         assert "resources" not in container, "a fractional pod must not ask for nvidia.com/gpu"
 
 
-def test_no_smoke_pods_when_the_smoke_test_is_off() -> None:
+def test_no_smoke_pods_when_the_smoke_test_is_off(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(with_overrides(A100, smokeTest={"enabled": False}))
     assert engine.created(POD) == []
     assert "smokePods" not in outputs
 
 
-def test_stack_outputs_report_tag_digests_and_release_statuses() -> None:
+def test_stack_outputs_report_tag_digests_and_release_statuses(run_program: ProgramRunner) -> None:
     _, outputs = run_program(A100)
     assert set(outputs) == {"imageTag", "imageDigests", "releases", "smokePods", "proof", "proofReport", "preflight"}
     assert outputs["preflight"] == [], "a prepared cluster passes every preflight row"
@@ -357,7 +357,7 @@ def test_stack_outputs_report_tag_digests_and_release_statuses() -> None:
     }
 
 
-def test_namespaces_of_privileged_node_daemons_allow_privileged_pods() -> None:
+def test_namespaces_of_privileged_node_daemons_allow_privileged_pods(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     labels = {n.inputs["metadata"]["name"]: n.inputs["metadata"].get("labels") for n in engine.created(NAMESPACE)}
     privileged = {"pod-security.kubernetes.io/enforce": "privileged"}
@@ -366,7 +366,7 @@ def test_namespaces_of_privileged_node_daemons_allow_privileged_pods() -> None:
     assert labels["kai-scheduler"] is None
 
 
-def test_objects_the_kai_chart_keeps_on_uninstall_are_owned_and_deleted_before_it() -> None:
+def test_objects_the_kai_chart_keeps_on_uninstall_are_owned_and_deleted_before_it(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     kai = engine.release("kai-scheduler")
     adopted = {
@@ -385,7 +385,7 @@ def test_objects_the_kai_chart_keeps_on_uninstall_are_owned_and_deleted_before_i
         assert "spec" not in resource.inputs, "the chart stays the only source of the kept object's fields"
 
 
-def test_the_smoke_proof_runs_after_the_smoke_pods_with_the_guides_expectations() -> None:
+def test_the_smoke_proof_runs_after_the_smoke_pods_with_the_guides_expectations(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(A100)
     (proof,) = [r for r in engine.registrations if r.name == "smoke-proof"]
     assert proof.type.startswith("pulumi-python:dynamic"), "the proof runs inside the update"
@@ -398,7 +398,7 @@ def test_the_smoke_proof_runs_after_the_smoke_pods_with_the_guides_expectations(
         assert engine.waits_for(proof, engine.release(release))
 
 
-def test_no_proof_when_proving_is_off() -> None:
+def test_no_proof_when_proving_is_off(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(with_overrides(A100, smokeTest={"prove": False}))
     assert [r for r in engine.registrations if r.name == "smoke-proof"] == []
     assert "proof" not in outputs

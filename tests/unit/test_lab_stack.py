@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from components.config.load import ConfigError, parse_config
-from tests.unit.harness import COMMAND, POD, RELEASE, run_program
+from tests.unit.harness import COMMAND, POD, RELEASE, ProgramRunner
 
 LAB: dict[str, Any] = {"profile": "lab"}
 ON_EXISTING_CLUSTER: dict[str, Any] = {
@@ -21,7 +21,9 @@ DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 RUNTIME_CLASS = "kubernetes:node.k8s.io/v1:RuntimeClass"
 
 
-def test_the_lab_creates_its_kind_cluster_and_drives_the_provider_with_its_kubeconfig() -> None:
+def test_the_lab_creates_its_kind_cluster_and_drives_the_provider_with_its_kubeconfig(
+    run_program: ProgramRunner,
+) -> None:
     engine, _ = run_program(LAB)
     kind = engine.one(COMMAND, "lab-cluster-kind")
     assert kind.inputs["environment"] == {"KIND_CLUSTER": "kai-hami-test"}
@@ -31,13 +33,13 @@ def test_the_lab_creates_its_kind_cluster_and_drives_the_provider_with_its_kubec
     assert engine.waits_for(provider, kind), "the provider must use the kubeconfig of the cluster the stack made"
 
 
-def test_an_existing_cluster_is_used_as_it_is_without_any_local_command() -> None:
+def test_an_existing_cluster_is_used_as_it_is_without_any_local_command(run_program: ProgramRunner) -> None:
     engine, _ = run_program(ON_EXISTING_CLUSTER)
     assert engine.created(COMMAND) == []
     assert engine.one("pulumi:providers:kubernetes", "cluster").inputs["context"] == "kind-kai-hami-test"
 
 
-def test_nvml_mock_is_built_loaded_into_kind_and_installed_with_the_local_image() -> None:
+def test_nvml_mock_is_built_loaded_into_kind_and_installed_with_the_local_image(run_program: ProgramRunner) -> None:
     engine, _ = run_program(LAB)
     image = engine.one(COMMAND, "nvml-mock-image").inputs
     assert "deployments/nvml-mock/Dockerfile" in image["create"]
@@ -52,7 +54,7 @@ def test_nvml_mock_is_built_loaded_into_kind_and_installed_with_the_local_image(
     assert engine.waits_for(release, engine.one(COMMAND, "nvml-mock-image")), "kind must hold the image first"
 
 
-def test_the_device_plugin_uses_the_mock_driver_root_and_nvml_discovery() -> None:
+def test_the_device_plugin_uses_the_mock_driver_root_and_nvml_discovery(run_program: ProgramRunner) -> None:
     engine, _ = run_program(LAB)
     (plugin,) = engine.created(DAEMONSET)
     spec = plugin.inputs["spec"]["template"]["spec"]
@@ -64,7 +66,7 @@ def test_the_device_plugin_uses_the_mock_driver_root_and_nvml_discovery() -> Non
     assert "--device-discovery-strategy=nvml" in container["args"]
 
 
-def test_gpu_labels_come_from_the_profile_and_precede_kai() -> None:
+def test_gpu_labels_come_from_the_profile_and_precede_kai(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(LAB)
     (patch,) = engine.created(NODE_PATCH)
     assert patch.inputs["metadata"] == {
@@ -80,7 +82,7 @@ def test_gpu_labels_come_from_the_profile_and_precede_kai() -> None:
     assert outputs["gpuNodes"] == ["kai-hami-test-control-plane"]
 
 
-def test_kai_is_the_public_v0_17_0_chart_with_hamicore() -> None:
+def test_kai_is_the_public_v0_17_0_chart_with_hamicore(run_program: ProgramRunner) -> None:
     engine, _ = run_program(LAB)
     release = engine.release("kai-scheduler").inputs
     assert release["chart"] == "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
@@ -94,7 +96,7 @@ def lab_queues(engine: Any) -> dict[str, Any]:
     return {q.inputs["metadata"]["name"]: q for q in engine.created(QUEUE) if q.name.startswith("queues-")}
 
 
-def test_queues_are_the_labs_unlimited_default_tree_created_after_kai() -> None:
+def test_queues_are_the_labs_unlimited_default_tree_created_after_kai(run_program: ProgramRunner) -> None:
     engine, _ = run_program(LAB)
     queues = lab_queues(engine)
     assert set(queues) == {"default", "default-queue"}
@@ -112,7 +114,7 @@ def test_queues_are_the_labs_unlimited_default_tree_created_after_kai() -> None:
     assert engine.waits_for(shard, engine.release("kai-scheduler")), "the kept shard goes before the release"
 
 
-def test_the_isolator_and_the_runtime_class_shim_are_installed() -> None:
+def test_the_isolator_and_the_runtime_class_shim_are_installed(run_program: ProgramRunner) -> None:
     engine, _ = run_program(LAB)
     release = engine.release("kai-resource-isolator").inputs
     assert release["chart"] == "oci://docker.io/projecthami/kai-resource-isolator"
@@ -123,7 +125,9 @@ def test_the_isolator_and_the_runtime_class_shim_are_installed() -> None:
     assert runtime_class.inputs["handler"] == "runc", "kind has no nvidia runtime"
 
 
-def test_the_lab_pods_wait_for_queues_and_isolator_and_only_the_whole_gpu_pod_is_awaited() -> None:
+def test_the_lab_pods_wait_for_queues_and_isolator_and_only_the_whole_gpu_pod_is_awaited(
+    run_program: ProgramRunner,
+) -> None:
     engine, outputs = run_program(LAB)
     pods = {p.inputs["metadata"]["name"]: p for p in engine.created(POD)}
     whole, shared = pods["kai-whole-gpu"], pods["gpu-sharing-with-isolation"]
@@ -141,7 +145,7 @@ def test_the_lab_pods_wait_for_queues_and_isolator_and_only_the_whole_gpu_pod_is
     assert outputs["labPods"] == ["kai-whole-gpu", "gpu-sharing-with-isolation"]
 
 
-def test_the_lab_builds_no_fork_and_installs_no_gpu_operator() -> None:
+def test_the_lab_builds_no_fork_and_installs_no_gpu_operator(run_program: ProgramRunner) -> None:
     engine, _ = run_program(LAB)
     assert sorted(r.inputs["name"] for r in engine.created(RELEASE)) == [
         "kai-resource-isolator",
@@ -162,7 +166,7 @@ def test_the_lab_needs_no_registry() -> None:
     assert parse_config({"profile": "lab"}).registry is None
 
 
-def test_the_lab_proof_runs_after_the_lab_pods_with_the_profile() -> None:
+def test_the_lab_proof_runs_after_the_lab_pods_with_the_profile(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(LAB)
     (proof,) = [r for r in engine.registrations if r.name == "lab-proof"]
     assert (proof.inputs["gpu_count"], proof.inputs["shared_memory_mib"]) == (8, 20480)
@@ -176,7 +180,7 @@ def test_the_lab_proof_runs_after_the_lab_pods_with_the_profile() -> None:
     )
 
 
-def test_labels_wait_until_the_device_plugin_advertises_the_profiles_gpu_count() -> None:
+def test_labels_wait_until_the_device_plugin_advertises_the_profiles_gpu_count(run_program: ProgramRunner) -> None:
     engine, _ = run_program(LAB)
     (ready,) = [r for r in engine.registrations if r.name == "gpus-allocatable"]
     assert (ready.inputs["gpu_count"], ready.inputs["nodes"]) == (8, ["kai-hami-test-control-plane"])

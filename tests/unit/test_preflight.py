@@ -19,37 +19,28 @@ from components.checks.cluster_facts import (
     ClusterFacts,
     HostFacts,
     NodeFacts,
-    check_pod_manifest,
     collect_cluster_facts,
-    host_check_script,
     node_facts,
+    parse_quantity,
+    select_gpu_nodes,
+    version_tuple,
+)
+from components.checks.host_access import check_pod_manifest, facts_reader, ssh_runner
+from components.checks.host_check import (
+    NRI_SOCKET,
+    host_check_script,
     parse_driver_version,
     parse_host_report,
     parse_mps_namespace_commands,
     parse_nri_socket_listing,
     parse_nvswitch_listing,
-    parse_quantity,
     parse_systemctl_is_active,
-    read_cluster_facts,
-    select_gpu_nodes,
-    ssh_runner,
-    version_tuple,
 )
-from components.checks.preflight import (
-    CheckId,
-    Expectations,
-    Finding,
-    PreflightConfig,
-    blocking,
-    evaluate,
-    expectations_for,
-    format_report,
-    memory_mib,
-    mpsd_budget_mib,
-    parse_container_runtime,
-)
+from components.checks.preflight import expectations_for, format_report, read_cluster_facts
+from components.checks.preflight_rows import Expectations, Finding, blocking, evaluate, parse_container_runtime
 from components.config.load import parse_config
-from components.gpu_cluster.gpu_fractioning import mpsd_memory_limit
+from components.config.model import CheckId, PreflightConfig
+from components.gpu_cluster.node_agents import mpsd_memory_limit_mib, mpsd_memory_needed_mib
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOST = FIXTURES / "proof" / "host"
@@ -233,14 +224,14 @@ def test_more_than_16_gpus_with_the_1gi_mpsd_limit_fails() -> None:
     finding = only(evaluate(prepared(dense), FORK, DEFAULTS), "mpsd-memory")
     assert finding.outcome == "fail", "1Gi covers 16 GPUs at about 50 MiB each"
     assert "24 GPUs" in finding.detail, "the node's GPU count is named"
-    sized = replace(FORK, mpsd_memory_limit_mib=memory_mib(mpsd_memory_limit(24)))
+    sized = replace(FORK, mpsd_memory_limit_mib=mpsd_memory_limit_mib(24))
     assert only(evaluate(prepared(dense), sized, DEFAULTS), "mpsd-memory").outcome == "pass", "sized for 24 GPUs"
 
 
 def test_the_mpsd_budget_matches_the_limit_the_stack_sets() -> None:
     for gpus in (1, 8, 16, 17, 32, 64):
-        assert memory_mib(mpsd_memory_limit(gpus)) >= mpsd_budget_mib(gpus), f"the stack's limit covers {gpus} GPUs"
-    assert mpsd_budget_mib(16) == 1024, "16 GPUs fit the chart's default 1Gi"
+        assert mpsd_memory_limit_mib(gpus) >= mpsd_memory_needed_mib(gpus), f"the stack's limit covers {gpus} GPUs"
+    assert mpsd_memory_needed_mib(16) == 1024, "16 GPUs fit the chart's default 1Gi"
 
 
 def test_without_node_access_the_host_rows_are_not_checked_never_passed() -> None:
@@ -472,7 +463,8 @@ def test_a_host_report_cut_short_is_an_error() -> None:
 
 
 def test_quantities_and_versions() -> None:
-    assert (memory_mib("1Gi"), memory_mib("1424Mi"), parse_quantity("1510m")) == (1024, 1424, 1.51), "quantities"
+    assert (parse_quantity("1Gi"), parse_quantity("1424Mi")) == (2**30, 1424 * 2**20), "memory quantities"
+    assert parse_quantity("1510m") == 1.51, "fractional GPU quantities"
     assert version_tuple("v26.7.1") > version_tuple("v26.7.0"), "GPU Operator versions compare numerically"
     assert version_tuple("615.71.09") >= (615,), "driver branches compare by their first number"
 
@@ -484,7 +476,8 @@ def test_the_ssh_runner_feeds_the_check_script_to_a_remote_shell(tmp_path: Path)
     socket = tmp_path / "nri.sock"
     # A stand-in for ssh that drops the target and runs the remote command locally.
     fake_ssh = ["sh", "-c", 'shift; exec "$@"', "ssh"]
-    output = ssh_runner(fake_ssh, {"gpu-node-0": "10.0.0.5"}, user="ubuntu", nri_socket_path=str(socket))("gpu-node-0")
+    run = ssh_runner(host_check_script(str(socket)), fake_ssh, {"gpu-node-0": "10.0.0.5"}, user="ubuntu")
+    output = run("gpu-node-0")
     host = parse_host_report(output, str(socket))
     assert host.error is None, f"the script ran to its end: {output}"
     assert host.nri_socket_present is False, "no socket at the configured path"
@@ -501,9 +494,9 @@ def test_the_check_pod_runs_the_script_in_the_hosts_root_on_that_node() -> None:
 class FakeReader:
     def __init__(self, nodes: list[dict[str, Any]], denied: frozenset[str] = frozenset()) -> None:
         self.nodes, self.denied = nodes, denied
-        self.selectors: list[str | None] = []
+        self.selectors: list[str] = []
 
-    def list_nodes(self, label_selector: str | None = None) -> list[dict[str, Any]]:
+    def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
         self.selectors.append(label_selector)
         if label_selector:
             return [n for n in self.nodes if n["metadata"]["labels"].get("nvidia.com/gpu.present") == "true"]
@@ -512,7 +505,8 @@ class FakeReader:
     def list_runtime_classes(self) -> list[dict[str, Any]]:
         return [{"metadata": {"name": "nvidia"}, "handler": "nvidia"}]
 
-    def list_cluster_policies(self) -> list[dict[str, Any]]:
+    def list_cluster_objects(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
+        assert (group, version, plural) == ("nvidia.com", "v1", "clusterpolicies")
         return [{"metadata": {"name": "cluster-policy", "labels": {"app.kubernetes.io/version": "v26.7.1"}}}]
 
     def can_create(self, group: str, resource: str) -> bool:
@@ -521,7 +515,8 @@ class FakeReader:
 
 def test_collected_facts_include_host_facts_when_a_runner_is_given() -> None:
     reader = FakeReader([fixture_node()], denied=frozenset({"namespaces"}))
-    facts = collect_cluster_facts(reader, lambda node: (HOST / "host-report-hgx.txt").read_text())
+    report = (HOST / "host-report-hgx.txt").read_text()
+    facts = collect_cluster_facts(reader, facts_reader(lambda node: report, NRI_SOCKET))
     assert facts.gpu_nodes[0].host == prepared_host(), "the runner's report becomes HostFacts"
     assert facts.can_create["namespaces"] is False, "each right is asked separately"
     assert (facts.cluster_policy_version, facts.runtime_classes) == ("v26.7.1", {"nvidia": "nvidia"})
@@ -531,7 +526,7 @@ def test_a_failing_runner_becomes_an_error_not_an_exception() -> None:
     def unreachable(node: str) -> str:
         raise ConnectionError(f"{node}: no route to host")
 
-    facts = collect_cluster_facts(FakeReader([fixture_node()]), unreachable)
+    facts = collect_cluster_facts(FakeReader([fixture_node()]), facts_reader(unreachable, NRI_SOCKET))
     host = facts.gpu_nodes[0].host
     assert host is not None and "no route to host" in (host.error or ""), "the preview still reports every row"
 
@@ -602,7 +597,8 @@ def test_read_cluster_facts_asks_the_api_and_preflight_names_each_gap(api_server
     path = tmp_path / "kubeconfig"
     path.write_text(kubeconfig_for(api_server))
     for kubeconfig in (str(path), kubeconfig_for(api_server)):
-        facts = read_cluster_facts(kubeconfig, "fake")
+        cluster = {"kubeconfig": kubeconfig, "context": "fake"}
+        facts = read_cluster_facts(parse_config({"registry": '{"server": "r.example.com/x"}', "cluster": cluster}))
         assert [n.name for n in facts.gpu_nodes] == ["gpu-node-0"], "no node labelled: every node is checked"
         assert (facts.runtime_classes, facts.cluster_policy_version) == ({}, None), "no RuntimeClass, no operator"
         assert facts.can_create["priorityclasses"] is False, "SelfSubjectAccessReview answers per resource"

@@ -8,16 +8,16 @@ from dataclasses import replace
 import pulumi
 import pytest
 
-import components.stack
+from components.checks import preflight
+from components.checks.cluster_facts import ClusterFacts
 from components.config.load import parse_config
-from tests.unit import harness
-from tests.unit.harness import PREPARED_CLUSTER, run_program
+from tests.unit.harness import PREPARED_CLUSTER, ProgramRunner
 
 A100 = {"registry": {"server": "registry.example.com/team/kai-fork"}}
 OWN_OPERATOR_OFF = {**A100, "gpuOperator": {"enabled": False}}
 
 
-def unprepared() -> harness.ClusterFacts:
+def unprepared() -> ClusterFacts:
     node = PREPARED_CLUSTER.gpu_nodes[0]
     return replace(
         PREPARED_CLUSTER,
@@ -30,24 +30,20 @@ def unprepared() -> harness.ClusterFacts:
 
 
 @pytest.mark.parametrize("preview", [True, False])
-def test_an_unprepared_cluster_stops_the_program_with_one_line_per_failing_row(preview: bool) -> None:
-    engine = harness.Engine()
-    original = harness.Engine
-    harness.Engine = lambda: engine  # type: ignore[assignment,misc]
-    try:
-        with pytest.raises(pulumi.RunError) as caught:
-            run_program(OWN_OPERATOR_OFF, preview=preview, cluster=unprepared())
-    finally:
-        harness.Engine = original  # type: ignore[misc]
+def test_an_unprepared_cluster_stops_the_program_with_one_line_per_failing_row(
+    preview: bool, run_program: ProgramRunner
+) -> None:
+    with pytest.raises(pulumi.RunError) as caught:
+        run_program(OWN_OPERATOR_OFF, preview=preview, cluster=unprepared())
     report = str(caught.value)
     assert report.startswith("Preflight failed; nothing was changed.")
     assert "no-memory-label" in report and "nvidia.com/gpu.memory" in report
     assert "old-containerd" in report and "1.7.22" in report
     assert "runtime-class" in report
-    assert engine.registrations == [], "preflight runs before any resource is registered"
+    assert run_program.engine.registrations == [], "preflight runs before any resource is registered"
 
 
-def test_a_failing_row_can_be_turned_into_a_warning_by_config() -> None:
+def test_a_failing_row_can_be_turned_into_a_warning_by_config(run_program: ProgramRunner) -> None:
     cluster = replace(PREPARED_CLUSTER, runtime_classes={})
     config = {**OWN_OPERATOR_OFF, "preflight": {"warnOnly": ["runtime-class"]}}
     _, outputs = run_program(config, cluster=cluster)
@@ -55,23 +51,25 @@ def test_a_failing_row_can_be_turned_into_a_warning_by_config() -> None:
     assert finding["outcome"] == "warn", "the row is reported, not hidden"
 
 
-def test_preflight_can_be_switched_off() -> None:
+def test_preflight_can_be_switched_off(run_program: ProgramRunner) -> None:
     _, outputs = run_program({**OWN_OPERATOR_OFF, "preflight": {"enabled": False}}, cluster=unprepared())
     assert outputs["preflight"] == []
 
 
-def test_a_lab_that_creates_its_kind_cluster_skips_preflight_because_the_cluster_does_not_exist_yet() -> None:
+def test_a_lab_that_creates_its_kind_cluster_skips_preflight_because_the_cluster_does_not_exist_yet(
+    run_program: ProgramRunner,
+) -> None:
     _, outputs = run_program({"profile": "lab"}, cluster=unprepared())
     assert outputs["preflight"] == []
 
 
 def test_an_unreachable_cluster_is_a_clear_error_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    def unreachable(*_args: object, **_kwargs: object) -> harness.ClusterFacts:
+    def unreachable(*_args: object, **_kwargs: object) -> ClusterFacts:
         raise ConnectionRefusedError("connection refused")
 
-    monkeypatch.setattr(components.stack, "read_cluster_facts", unreachable)
+    monkeypatch.setattr(preflight, "read_cluster_facts", unreachable)
     config = parse_config({key: json.dumps(value) for key, value in OWN_OPERATOR_OFF.items()})
     with pytest.raises(pulumi.RunError) as caught:
-        components.stack.preflight(config)
+        preflight.run_preflight(config)
     assert "Preflight could not read the cluster (ConnectionRefusedError: connection refused)" in str(caught.value)
     assert "kai-gpu-fractions:preflight.enabled" in str(caught.value)

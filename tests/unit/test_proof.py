@@ -15,46 +15,37 @@ import pulumi
 import pytest
 import yaml
 
-from components.checks.proof import (
-    DEVICE_QUERY_POD,
-    MpsNamespace,
-    ProofResult,
-    binder_annotations,
+from components.checks.kube import KubeClient
+from components.checks.lab_decisions import (
     decide_allocatable,
-    decide_binder,
-    decide_env,
     decide_isolator_injection,
-    decide_memory_view,
-    decide_namespaces,
     decide_queue_allocation,
     decide_reservation_boundary,
+    parse_queue_division_log,
+    queue_allocated_gpus,
+)
+from components.checks.lab_proof import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
+from components.checks.proof import Clock, ProofFailed, ProofResult, default_container, format_proof, raise_on_failure
+from components.checks.proof_resources import LabProof, SmokeProof, SmokeProofProvider, _ProofProvider
+from components.checks.smoke_decisions import (
+    DEVICE_QUERY_POD,
+    MpsNamespace,
+    binder_annotations,
+    decide_binder,
+    decide_env,
+    decide_memory_view,
+    decide_namespaces,
     decide_sm_share,
     device_query_pod_manifest,
     expected_memory_cap_mib,
-    format_proof,
     parse_annotation_grep,
     parse_device_query,
     parse_env,
     parse_memory_total,
     parse_namespace_list,
-    parse_queue_division_log,
-    queue_allocated_gpus,
     sm_count_for_product,
 )
-from components.checks.proof_resources import (
-    Clock,
-    LabProof,
-    LabSpec,
-    ProofFailed,
-    SmokeProof,
-    SmokeProofProvider,
-    SmokeSpec,
-    _ProofProvider,
-    default_container,
-    prove_lab,
-    prove_smoke,
-    raise_on_failure,
-)
+from components.checks.smoke_proof import SmokeSpec, prove_smoke
 
 PROOF = Path(__file__).resolve().parents[1] / "fixtures" / "proof"
 LAB = PROOF / "lab"
@@ -324,7 +315,7 @@ class FakeCluster:
     def create_pod(self, namespace: str, manifest: dict[str, Any]) -> None:
         self.created.append(manifest["metadata"]["name"])
 
-    def delete_pod(self, namespace: str, name: str) -> None:
+    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None:
         self.deleted.append(name)
 
     def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str:
@@ -336,8 +327,8 @@ class FakeCluster:
     def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
         return self.nodes
 
-    def read_queue(self, name: str) -> dict[str, Any] | None:
-        return self.queue
+    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> dict[str, Any] | None:
+        return self.queue if (group, plural) == ("scheduling.run.ai", "queues") else None
 
     def events_for(self, namespace: str, name: str) -> list[str]:
         return self.events
@@ -380,7 +371,7 @@ class NoWait(Clock):
 
 
 SPEC = SmokeSpec(
-    pods=["fraction-smoke-a", "fraction-smoke-b"], gpu_memory_mib=40960, gpu_fraction=0.5, timeout_seconds=0
+    pods=("fraction-smoke-a", "fraction-smoke-b"), gpu_memory_mib=40960, gpu_fraction=0.5, timeout_seconds=0
 )
 
 
@@ -512,11 +503,12 @@ class CannedProvider(_ProofProvider):
     kind = "CannedProof"
     results: list[ProofResult] = []
 
-    def prove(self, props: Any) -> list[ProofResult]:
+    def prove(self, cluster: KubeClient, props: Any) -> list[ProofResult]:
         return self.results
 
 
-def test_a_passing_proof_becomes_results_and_report_outputs() -> None:
+def test_a_passing_proof_becomes_results_and_report_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(KubeClient, "connect", lambda *_args: None)
     provider = CannedProvider()
     provider.results = [ProofResult("sm-share", True, "54 of 108 SMs")]
     created = provider.create({"pods": ["fraction-smoke-a"]})
@@ -525,7 +517,8 @@ def test_a_passing_proof_becomes_results_and_report_outputs() -> None:
     assert created.outs["report"].startswith("Proof: 1 of 1 checks passed"), created.outs["report"]
 
 
-def test_a_failing_proof_fails_the_update_naming_the_check() -> None:
+def test_a_failing_proof_fails_the_update_naming_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(KubeClient, "connect", lambda *_args: None)
     provider = CannedProvider()
     provider.results = [ProofResult("memory-view", False, "the pod sees 40960 MiB")]
     with pytest.raises(ProofFailed, match="memory-view: the pod sees 40960 MiB"):
@@ -568,17 +561,8 @@ def test_the_proofs_register_as_dynamic_resources_with_a_secret_kubeconfig() -> 
 
     @pulumi.runtime.test
     def program() -> Any:
-        smoke = SmokeProof(
-            "smoke-proof",
-            kubeconfig="apiVersion: v1\nkind: Config\n",
-            context=None,
-            pods=["fraction-smoke-a", "fraction-smoke-b"],
-            gpu_memory_mib=40960,
-            gpu_fraction=0.5,
-        )
-        lab = LabProof(
-            "lab-proof", kubeconfig=None, context=None, gpu_count=8, gpu_memory_mib=40960, shared_memory_mib=20480
-        )
+        smoke = SmokeProof("smoke-proof", SPEC, kubeconfig="apiVersion: v1\nkind: Config\n", context=None)
+        lab = LabProof("lab-proof", LAB_SPEC, kubeconfig=None, context=None)
 
         def check(values: list[Any]) -> None:
             smoke_urn, lab_urn, secret = values
@@ -595,8 +579,6 @@ def test_the_proofs_register_as_dynamic_resources_with_a_secret_kubeconfig() -> 
 
 
 def test_the_allocatable_wait_retries_until_the_device_plugin_advertises_every_gpu() -> None:
-    from components.checks.proof_resources import Clock, wait_for_allocatable
-
     advertised = iter(["0", "0", "8"])
 
     class Cluster:
@@ -605,7 +587,8 @@ def test_the_allocatable_wait_retries_until_the_device_plugin_advertises_every_g
 
     ticks = iter(range(100))
     clock = Clock(now=lambda: float(next(ticks)), sleep=lambda _seconds: None)
-    (result,) = wait_for_allocatable(Cluster(), 8, ["n0"], timeout_seconds=10, clock=clock)  # type: ignore[arg-type]
+    spec = AllocatableSpec(gpu_count=8, nodes=("n0",), timeout_seconds=10)
+    (result,) = wait_for_allocatable(Cluster(), spec, clock=clock)  # type: ignore[arg-type]
     assert result.passed, f"the third poll sees 8 GPUs: {result.detail}"
 
 

@@ -1,0 +1,124 @@
+"""How preflight reaches a GPU host: over SSH, or in a one-shot privileged pod on the node. Either
+runs the host check script there; its report becomes the node's HostFacts."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from components.checks.cluster_facts import HostFacts, HostFactsReader
+from components.checks.host_check import host_check_script, parse_host_report
+from components.checks.kube import KubeClient
+from components.config.model import StackConfig
+from components.gpu_cluster.node_agents import nri_socket_path
+
+# Runs the host check script on the named node and returns its combined output.
+HostRunner = Callable[[str], str]
+
+
+def ssh_runner(
+    script: str,
+    command: Sequence[str] = ("ssh", "-o", "BatchMode=yes"),
+    addresses: Mapping[str, str] | None = None,
+    user: str | None = None,
+    timeout_seconds: int = 60,
+) -> HostRunner:
+    """Runs the script over SSH (`ssh <address> sh -s`); `addresses` maps node names to hosts."""
+
+    def run(node: str) -> str:
+        address = (addresses or {}).get(node, node)
+        target = f"{user}@{address}" if user else address
+        done = subprocess.run(
+            [*command, target, "sh", "-s"],
+            input=script,
+            capture_output=True,
+            text=True,
+            timeout=timeout_seconds,
+            check=False,
+        )
+        if done.returncode == 255:  # ssh's own failure, not the script's
+            raise RuntimeError(done.stderr.strip() or "ssh failed")
+        return done.stdout + done.stderr
+
+    return run
+
+
+def check_pod_manifest(node: str, name: str, image: str, script: str) -> dict[str, Any]:
+    """A privileged one-shot pod on `node` that runs `script` in the host's root filesystem."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "kai-gpu-fractions-preflight"}},
+        "spec": {
+            "nodeName": node,
+            "restartPolicy": "Never",
+            "hostPID": True,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "check",
+                    "image": image,
+                    "command": ["chroot", "/host", "sh", "-c", script],
+                    "securityContext": {"privileged": True},
+                    "volumeMounts": [{"name": "host", "mountPath": "/host"}],
+                }
+            ],
+            "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
+        },
+    }
+
+
+def check_pod_runner(cluster: KubeClient, script: str, namespace: str, image: str, timeout_seconds: int) -> HostRunner:
+    """Runs the script in a short-lived privileged pod per node, then deletes it.
+
+    This creates a pod, during preview too: enable it only where that is acceptable.
+    """
+
+    def run(node: str) -> str:
+        name = f"kgf-preflight-{uuid.uuid4().hex[:8]}"
+        cluster.create_pod(namespace, check_pod_manifest(node, name, image, script))
+        try:
+            deadline = time.monotonic() + timeout_seconds
+            while time.monotonic() < deadline:
+                phase = ((cluster.read_pod(namespace, name) or {}).get("status") or {}).get("phase")
+                if phase in ("Succeeded", "Failed"):
+                    return cluster.pod_logs(namespace, name)
+                time.sleep(2)
+            raise TimeoutError(f"check pod {namespace}/{name} on {node} did not finish in {timeout_seconds}s")
+        finally:
+            cluster.delete_pod(namespace, name, wait=False)
+
+    return run
+
+
+def host_facts_reader(config: StackConfig, cluster: KubeClient) -> HostFactsReader | None:
+    """The configured node access, as a reader of each node's HostFacts; None without one."""
+    access = config.preflight.host_access
+    if access is None:
+        return None
+    socket = nri_socket_path(config.gpu_fractioning.node_runtime)
+    script = host_check_script(socket)
+    if access.ssh is not None:
+        ssh = access.ssh
+        run = ssh_runner(script, ssh.command, ssh.addresses, ssh.user, ssh.timeout_seconds)
+    elif access.check_pod is not None:
+        pod = access.check_pod
+        run = check_pod_runner(cluster, script, pod.namespace, pod.image, pod.timeout_seconds)
+    else:
+        return None
+    return facts_reader(run, socket)
+
+
+def facts_reader(run: HostRunner, nri_socket_path: str) -> HostFactsReader:
+    """Each node's report as HostFacts; a failing node access gives the facts it could not read."""
+
+    def read(node: str) -> HostFacts:
+        try:
+            return parse_host_report(run(node), nri_socket_path)
+        except Exception as error:  # any access failure means "not checked", with its reason
+            return HostFacts(error=f"node access failed: {error}")
+
+    return read

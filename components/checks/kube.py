@@ -1,0 +1,145 @@
+"""The one Kubernetes client adapter: every read, exec and pod the checks need, as the API's own JSON.
+
+A missing object reads as None and a kind the cluster does not serve lists as empty; any other API
+error raises. The kubernetes package is imported when a client is made, so programs that never
+read the cluster do not pay for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+Json = dict[str, Any]
+
+
+def looks_like_kubeconfig_contents(value: str) -> bool:
+    return "\n" in value or value.lstrip().startswith(("{", "apiVersion"))
+
+
+def api_client(kubeconfig: str | None, context: str | None) -> Any:
+    """A kubernetes ApiClient for a kubeconfig path, its contents, or the ambient KUBECONFIG."""
+    from kubernetes import config
+
+    if kubeconfig and looks_like_kubeconfig_contents(kubeconfig):
+        return config.new_client_from_config_dict(yaml.safe_load(kubeconfig), context=context)
+    path = os.path.expanduser(kubeconfig) if kubeconfig else None
+    return config.new_client_from_config(config_file=path, context=context)
+
+
+def raw_json(response: Any) -> Any:
+    """The body of a `_preload_content=False` call: the API's own JSON, without the client's models.
+
+    The models reject objects a real node would never send but a fake one does (a nodeInfo without
+    bootID), and their snake_case would not match what the parsers here read.
+    """
+    return json.loads(response.data)
+
+
+class KubeClient:
+    """The cluster as the checks see it, over the official kubernetes client."""
+
+    def __init__(self, client: Any) -> None:
+        from kubernetes import client as k8s
+
+        self.client = client
+        self._api = k8s
+        self.core = k8s.CoreV1Api(client)
+        self.custom = k8s.CustomObjectsApi(client)
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None, context: str | None) -> KubeClient:
+        return cls(api_client(kubeconfig, context))
+
+    # ---------------------------------------------------------------- nodes and cluster objects
+
+    def read_node(self, name: str) -> Json | None:
+        return self._or_none(lambda: raw_json(self.core.read_node(name, _preload_content=False)))
+
+    def list_nodes(self, label_selector: str = "") -> list[Json]:
+        return list(raw_json(self.core.list_node(label_selector=label_selector, _preload_content=False))["items"])
+
+    def list_runtime_classes(self) -> list[Json]:
+        nodes = self._api.NodeV1Api(self.client)
+        return list(raw_json(nodes.list_runtime_class(_preload_content=False))["items"])
+
+    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> Json | None:
+        return self._or_none(lambda: dict(self.custom.get_cluster_custom_object(group, version, plural, name)))
+
+    def list_cluster_objects(self, group: str, version: str, plural: str) -> list[Json]:
+        try:
+            listing = self.custom.list_cluster_custom_object(group, version, plural, _preload_content=False)
+        except self._api.ApiException as error:
+            if error.status == 404:  # the kind is not served: no CRD, no objects
+                return []
+            raise
+        return list(raw_json(listing).get("items", []))
+
+    def can_create(self, group: str, resource: str) -> bool:
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": "create", "group": group, "resource": resource}},
+        }
+        api = self._api.AuthorizationV1Api(self.client)
+        answer = raw_json(api.create_self_subject_access_review(review, _preload_content=False))
+        return bool((answer.get("status") or {}).get("allowed"))
+
+    # ---------------------------------------------------------------- pods
+
+    def read_pod(self, namespace: str, name: str) -> Json | None:
+        return self._or_none(lambda: raw_json(self.core.read_namespaced_pod(name, namespace, _preload_content=False)))
+
+    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[Json]:
+        pods = self.core.list_namespaced_pod(
+            namespace, label_selector=label_selector, field_selector=field_selector, _preload_content=False
+        )
+        return list(raw_json(pods)["items"])
+
+    def create_pod(self, namespace: str, manifest: Json) -> None:
+        self.core.create_namespaced_pod(namespace, manifest)
+
+    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None:
+        """Deletes the pod now; with `wait`, returns once it is gone (a reused pod name must be free)."""
+        try:
+            self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        except self._api.ApiException as error:
+            if error.status != 404:
+                raise
+            return
+        while wait and self.read_pod(namespace, name) is not None:
+            time.sleep(1)
+
+    def exec(self, namespace: str, pod: str, container: str | None, command: list[str]) -> str:
+        from kubernetes.stream import stream
+
+        kwargs: Json = {"command": command, "stderr": True, "stdin": False, "stdout": True, "tty": False}
+        if container:
+            kwargs["container"] = container
+        return str(stream(self.core.connect_get_namespaced_pod_exec, pod, namespace, **kwargs))
+
+    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str:
+        """The pod's log; empty when it has none yet (or no longer)."""
+        try:
+            return str(self.core.read_namespaced_pod_log(name, namespace, container=container))
+        except self._api.ApiException:
+            return ""
+
+    def events_for(self, namespace: str, name: str) -> list[str]:
+        events = self.core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={name}", _preload_content=False
+        )
+        return [f"{e.get('reason')}: {e.get('message')}" for e in raw_json(events)["items"]]
+
+    def _or_none(self, read: Callable[[], Any]) -> Any:
+        try:
+            return read()
+        except self._api.ApiException as error:
+            if error.status == 404:
+                return None
+            raise

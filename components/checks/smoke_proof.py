@@ -1,0 +1,165 @@
+"""The smoke proof run: the guide's four checks on the smoke pods, then the SM share measured with
+deviceQuery, each from evidence gathered in the cluster (exec, logs, node labels)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.checks.cluster_facts import GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL
+from components.checks.proof import (
+    Clock,
+    ProofCluster,
+    ProofResult,
+    default_container,
+    guarded,
+    phase,
+    retry,
+    wait_for,
+)
+from components.checks.smoke_decisions import (
+    DEVICE_QUERY_IMAGE,
+    DEVICE_QUERY_POD,
+    decide_binder,
+    decide_env,
+    decide_memory_view,
+    decide_namespaces,
+    decide_sm_share,
+    device_query_pod_manifest,
+    expected_memory_cap_mib,
+    parse_device_query,
+    parse_env,
+    parse_memory_total,
+    parse_namespace_list,
+    sm_count_for_product,
+)
+from components.gpu_cluster.node_agents import MPSD_SELECTOR
+from components.gpu_cluster.smoke_pods import CONTAINER
+
+NAMESPACE_LIST = ["nvidia-cuda-mps-control", "-p", "3", "namespace", "list", "--server=shared"]
+HOSTILE_MEMORY_QUERY = [
+    "env",
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100",
+    "nvidia-smi",
+    "--query-gpu=memory.total",
+    "--format=csv,noheader",
+]
+
+
+@dataclass(frozen=True)
+class SmokeSpec:
+    """What the smoke proof checks; its fields are the SmokeProof resource's inputs."""
+
+    pods: tuple[str, ...]
+    gpu_memory_mib: int
+    gpu_fraction: float
+    namespace: str = "default"
+    queue: str = "default-queue"
+    agents_namespace: str = "gpu-fractioning"
+    sm_count: int | None = None
+    measure_sm_share: bool = True
+    device_query_image: str = DEVICE_QUERY_IMAGE
+    timeout_seconds: int = 600
+
+
+def prove_smoke(cluster: ProofCluster, spec: SmokeSpec, clock: Clock | None = None) -> list[ProofResult]:
+    """The guide's four checks on the smoke pods, then the SM share measured with deviceQuery."""
+    clock = clock or Clock()
+    deadline = clock.now() + spec.timeout_seconds
+    pods = wait_for(clock, deadline, lambda: _running_pods(cluster, spec))
+    if pods is None:
+        phases = {name: phase(cluster.read_pod(spec.namespace, name)) for name in spec.pods}
+        reason = "smoke pods not Running: " + ", ".join(f"{n} {p}" for n, p in phases.items())
+        checks = ["binder-annotations", "injected-env", "mps-namespaces", "memory-view", "sm-share"]
+        return [ProofResult(check, False, reason) for check in checks]
+    first = spec.pods[0]
+    node = str((pods[first].get("spec") or {}).get("nodeName") or "")
+    # The binder computes the cap from the node's label; the config's figure only stands in for it.
+    gpu_memory_mib = _labelled_gpu_memory_mib(cluster, node) or spec.gpu_memory_mib
+    results = [
+        guarded(
+            "binder-annotations",
+            lambda: decide_binder({n: (p.get("metadata") or {}).get("annotations") or {} for n, p in pods.items()}),
+        ),
+        guarded(
+            "injected-env",
+            lambda: decide_env(
+                parse_env(cluster.exec(spec.namespace, first, CONTAINER, ["env"])),
+                spec.gpu_fraction,
+                gpu_memory_mib,
+            ),
+        ),
+        guarded("mps-namespaces", lambda: _namespaces(cluster, spec, node, clock)),
+        guarded(
+            "memory-view",
+            lambda: decide_memory_view(
+                parse_memory_total(cluster.exec(spec.namespace, first, CONTAINER, HOSTILE_MEMORY_QUERY)),
+                expected_memory_cap_mib(gpu_memory_mib, spec.gpu_fraction),
+                gpu_memory_mib,
+            ),
+        ),
+    ]
+    if spec.measure_sm_share:
+        results.append(guarded("sm-share", lambda: _sm_share(cluster, spec, node, clock)))
+    return results
+
+
+def _labelled_gpu_memory_mib(cluster: ProofCluster, node: str) -> int | None:
+    raw = ((cluster.read_node(node) or {}).get("metadata") or {}).get("labels", {}).get(GPU_MEMORY_LABEL, "")
+    return int(raw) if str(raw).isdigit() and int(raw) > 0 else None
+
+
+def _running_pods(cluster: ProofCluster, spec: SmokeSpec) -> dict[str, dict[str, Any]] | None:
+    pods = {name: cluster.read_pod(spec.namespace, name) for name in spec.pods}
+    if all(p is not None and phase(p) == "Running" for p in pods.values()):
+        return {name: pod for name, pod in pods.items() if pod is not None}
+    return None
+
+
+def _namespaces(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock) -> ProofResult:
+    mpsd = cluster.list_pods(spec.agents_namespace, MPSD_SELECTOR, f"spec.nodeName={node}")
+    if not mpsd:
+        return ProofResult("mps-namespaces", False, f"no mpsd pod ({MPSD_SELECTOR}) on node {node}")
+    pod = mpsd[0]
+    name = str(pod["metadata"]["name"])
+
+    def attempt() -> ProofResult:
+        listing = cluster.exec(spec.agents_namespace, name, default_container(pod), NAMESPACE_LIST)
+        return decide_namespaces(parse_namespace_list(listing), len(spec.pods), spec.gpu_fraction)
+
+    # Namespaces of a re-run's deleted pods linger and new ones take a moment: ask again for a minute.
+    return retry(clock, 60.0, attempt)
+
+
+def _sm_share(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock) -> ProofResult:
+    sm_count = spec.sm_count
+    if sm_count is None:
+        product = ((cluster.read_node(node) or {}).get("metadata") or {}).get("labels", {}).get(GPU_PRODUCT_LABEL, "")
+        sm_count = sm_count_for_product(product)
+        if sm_count is None:
+            return ProofResult("sm-share", False, f"unknown SM count for GPU product {product!r}: set smCount")
+    manifest = device_query_pod_manifest(spec.namespace, spec.queue, spec.gpu_fraction, spec.device_query_image)
+    cluster.delete_pod(spec.namespace, DEVICE_QUERY_POD)
+    cluster.create_pod(spec.namespace, manifest)
+    try:
+        deadline = clock.now() + spec.timeout_seconds
+        finished = wait_for(clock, deadline, lambda: _finished(cluster.read_pod(spec.namespace, DEVICE_QUERY_POD)))
+        if finished is None:
+            pod = cluster.read_pod(spec.namespace, DEVICE_QUERY_POD)
+            events = cluster.events_for(spec.namespace, DEVICE_QUERY_POD)[-1:]
+            return ProofResult(
+                "sm-share",
+                False,
+                f"{DEVICE_QUERY_POD} did not finish in {spec.timeout_seconds}s (phase {phase(pod)}"
+                + "".join(f"; {event}" for event in events)
+                + f"); it needs a free {spec.gpu_fraction:g} GPU besides the one the smoke pods hold",
+            )
+        return decide_sm_share(
+            parse_device_query(cluster.pod_logs(spec.namespace, DEVICE_QUERY_POD)), sm_count, spec.gpu_fraction
+        )
+    finally:
+        cluster.delete_pod(spec.namespace, DEVICE_QUERY_POD)
+
+
+def _finished(pod: dict[str, Any] | None) -> str | None:
+    return found if (found := phase(pod)) in ("Succeeded", "Failed") else None
