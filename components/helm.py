@@ -16,15 +16,11 @@ RELEASE_TIMEOUT_SECONDS = 600
 
 @dataclass(frozen=True)
 class PullSecret:
-    """Registry credentials for a private registry, as a docker config JSON (a Pulumi secret)."""
+    """An image pull secret each release's namespace gets: its name, and a docker config JSON (a
+    Pulumi secret)."""
 
     name: str
     docker_config: pulumi.Output[str]
-
-    @staticmethod
-    def for_registry(name: str, host: str, username: str, password: pulumi.Output[str]) -> PullSecret:
-        auth = {"auths": {host: {"username": username, "password": password}}}
-        return PullSecret(name, pulumi.Output.secret(pulumi.Output.json_dumps(auth)))
 
 
 PRIVILEGED_NAMESPACE_LABELS = {"pod-security.kubernetes.io/enforce": "privileged"}

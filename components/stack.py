@@ -6,7 +6,6 @@ lab:  kind → nvml-mock + device plugin → GPU labels → KAI (HAMi-core) → 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -17,9 +16,10 @@ from components.checks.lab_proof import AllocatableSpec, LabSpec
 from components.checks.preflight import run_preflight
 from components.checks.proof_resources import GpusAllocatable, LabProof, SmokeProof
 from components.checks.smoke_proof import SmokeSpec
-from components.config.model import RegistryConfig, StackConfig
-from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
-from components.forks.source import ForkSource, SourceError, prepare_fork_source
+from components.config.model import StackConfig
+from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
+from components.forks.registry import RegistryCredentials
+from components.forks.supply import fork_images, fork_source
 from components.gpu_cluster.gpu_fractioning import GpuFractioning, gpu_fractioning_values
 from components.gpu_cluster.gpu_operator import GpuOperator
 from components.gpu_cluster.kai_scheduler import KaiScheduler, kai_fork_values, kai_lab_values
@@ -29,13 +29,6 @@ from components.lab.isolator import Isolator
 from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, LabPods
 from components.lab.nvml_mock import NvmlMock
 from components.lab.queues import LabQueues
-
-
-@dataclass(frozen=True)
-class ForkOutputs:
-    digests: pulumi.Output[dict[str, str]]
-    chart: str | None
-    images: pulumi.Resource | None
 
 
 def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -> pulumi.ResourceOptions:
@@ -62,17 +55,14 @@ def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) ->
 def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
     # Sources first: a fork that cannot be checked out stops the program before anything registers.
     kai_source = fork_source(config, KAI_SCHEDULER, needs_chart=config.kai.chart is None)
-    agents_source = fork_source(config, GPU_FRACTIONING, needs_chart=config.gpu_fractioning.chart is None)
-    registry = fork_registry(config)
+    fractioning_source = fork_source(config, GPU_FRACTIONING, needs_chart=config.gpu_fractioning.chart is None)
+    registry = config.fork_registry
     in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config)})
-    pull_secret = None
-    if registry_password is not None and registry.username:
-        pull_secret = helm.PullSecret.for_registry(
-            registry.pull_secret_name, registry.host, registry.username, registry_password
-        )
+    credentials = RegistryCredentials.of(registry, registry_password)
+    pull_secret = helm.PullSecret(registry.pull_secret_name, credentials.docker_config()) if credentials else None
     pull_secret_name = pull_secret.name if pull_secret else None
-    kai_fork = fork_outputs(config, KAI_SCHEDULER, kai_source, registry_password)
-    agents_fork = fork_outputs(config, GPU_FRACTIONING, agents_source, registry_password)
+    kai_fork = fork_images(config, KAI_SCHEDULER, kai_source, credentials)
+    fractioning_fork = fork_images(config, GPU_FRACTIONING, fractioning_source, credentials)
 
     operator = (
         GpuOperator("gpu-operator", config.gpu_operator, opts=in_cluster) if config.gpu_operator.enabled else None
@@ -81,7 +71,7 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         "kai-scheduler",
         config.kai,
         values=kai_fork_values(
-            config.kai, f"{registry.server}/{KAI_SCHEDULER.image_path}", config.forks.image_tag, pull_secret_name
+            config.kai, KAI_SCHEDULER.repo_base(registry.server), config.forks.image_tag, pull_secret_name
         ),
         source=config.kai_chart,
         local_chart=kai_fork.chart,
@@ -91,47 +81,47 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         # pushed and verified images is an explicit edge too.
         opts=after(in_cluster, operator, kai_fork.images),
     )
-    agents = GpuFractioning(
+    fractioning = GpuFractioning(
         "gpu-fractioning",
         config.gpu_fractioning,
         values=gpu_fractioning_values(
             config.gpu_fractioning,
-            registry.server,
+            GPU_FRACTIONING.repo_base(registry.server),
             config.forks.image_tag,
             config.nodes.gpus_per_node,
             pull_secret_name,
         ),
-        local_chart=agents_fork.chart,
+        local_chart=fractioning_fork.chart,
         kubeconfig=config.cluster.kubeconfig_path,
         context=config.cluster.context,
         pull_secret=pull_secret,
         # The node agents serve KAI's annotations, and KAI's operator waits for their config.
-        opts=after(in_cluster, kai, agents_fork.images),
+        opts=after(in_cluster, kai, fractioning_fork.images),
     )
     outputs: dict[str, Any] = {
         "imageTag": config.forks.image_tag,
-        "imageDigests": pulumi.Output.all(kai=kai_fork.digests, agents=agents_fork.digests).apply(
-            lambda d: {KAI_SCHEDULER.key: d["kai"], GPU_FRACTIONING.key: d["agents"]}
+        "imageDigests": pulumi.Output.all(
+            **{KAI_SCHEDULER.key: kai_fork.digests, GPU_FRACTIONING.key: fractioning_fork.digests}
         ),
         "releases": pulumi.Output.all(
             **{
                 "gpu-operator": operator.status if operator else "not managed by this stack",
                 "kai-scheduler": kai.status,
-                "gpu-fractioning": agents.status,
+                "gpu-fractioning": fractioning.status,
             }
         ),
     }
     if config.smoke_test.enabled:
         # Fractional pods need the node agents running; nothing in the release's outputs says so.
-        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, agents))
+        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, fractioning))
         outputs["smokePods"] = smoke.names
         if config.smoke_test.prove:
-            outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, smoke, kai, agents)
+            outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, smoke, kai, fractioning)
     return outputs
 
 
 def prove_smoke_pods(
-    config: StackConfig, smoke: SmokePods, kai: KaiScheduler, agents: GpuFractioning
+    config: StackConfig, smoke: SmokePods, kai: KaiScheduler, fractioning: GpuFractioning
 ) -> tuple[pulumi.Output[Any], pulumi.Output[str]]:
     proof = SmokeProof(
         "smoke-proof",
@@ -146,56 +136,10 @@ def prove_smoke_pods(
         kubeconfig=config.cluster.kubeconfig_path,
         context=config.cluster.context,
         # A new revision of either release is a new install to prove; the outputs must not go stale.
-        triggers=pulumi.Output.all(kai.release.status.revision, agents.release.status.revision),
+        triggers=pulumi.Output.all(kai.release.status.revision, fractioning.release.status.revision),
         opts=pulumi.ResourceOptions(depends_on=[smoke]),
     )
     return proof.results, proof.report
-
-
-def fork_registry(config: StackConfig) -> RegistryConfig:
-    if config.registry is None:
-        raise ValueError("the fork profile needs a registry")  # parse_config reports this to users
-    return config.registry
-
-
-def fork_source(config: StackConfig, recipe: ForkRecipe, needs_chart: bool) -> ForkSource | None:
-    """The fork's tree at its pin when its chart or a build needs it, or a user-facing error
-    naming the config keys to check."""
-    if not needs_chart and config.forks.images != "build":
-        return None
-    try:
-        return prepare_fork_source(recipe, recipe.pin(config.forks), config.forks.workdir)
-    except SourceError as error:
-        raise pulumi.RunError(
-            f"Could not prepare the {recipe.key} fork at kai-gpu-fractions:{recipe.config_key} "
-            f"(repository, pullRequest, commit) under kai-gpu-fractions:forks.workdir: {error}"
-        ) from None
-
-
-def fork_outputs(
-    config: StackConfig, recipe: ForkRecipe, source: ForkSource | None, registry_password: pulumi.Output[str] | None
-) -> ForkOutputs:
-    """Builds and verifies one fork's images as far as the configuration asks."""
-    mode = config.forks.images
-    chart = str(source.chart_path) if source else None
-    if mode == "prebuilt":
-        return ForkOutputs(pulumi.Output.from_input({}), chart, None)
-    from components.forks.images import ForkImages, ForkImagesArgs
-
-    images = ForkImages(
-        f"{recipe.key}-images",
-        ForkImagesArgs(
-            recipe=recipe,
-            commit=recipe.pin(config.forks).commit,
-            registry=fork_registry(config),
-            tag=config.forks.image_tag,
-            platform=config.forks.platform,
-            mode=mode,
-            registry_password=registry_password,
-            checkout_path=str(source.path) if source else None,
-        ),
-    )
-    return ForkOutputs(images.digests, chart, images)
 
 
 def deploy_lab(config: StackConfig) -> dict[str, Any]:

@@ -301,6 +301,13 @@ class StackConfig(Model):
     preflight: PreflightConfig = PreflightConfig()
 
     @property
+    def fork_registry(self) -> RegistryConfig:
+        """The fork profile's registry, which reading the config requires."""
+        if self.registry is None:
+            raise ValueError("the fork profile needs a registry")
+        return self.registry
+
+    @property
     def kai_chart(self) -> ChartSource | None:
         """The KAI chart: configured, else the fork checkout's (fork) or the public v0.17.0 (lab)."""
         return self.kai.chart or (PUBLIC_KAI_CHART if self.profile == "lab" else None)

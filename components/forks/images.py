@@ -10,6 +10,7 @@ from pulumi_command import local
 
 from components.config.model import ImageMode, RegistryConfig
 from components.forks.recipes import ForkRecipe
+from components.forks.registry import RegistryCredentials
 
 # Variables go on the make command line, as in the build guide: the environment alone does not
 # override a Makefile's plain assignments.
@@ -27,11 +28,6 @@ def build_command(recipe: ForkRecipe, variables: dict[str, str]) -> str:
     return f"{BUILD_SCRIPT}{recipe.make_command} {arguments} >&2\n"
 
 
-def image_references(recipe: ForkRecipe, registry: RegistryConfig, tag: str) -> dict[str, str]:
-    repo_base = f"{registry.server}/{recipe.image_path}"
-    return {image: f"{repo_base}/{image}:{tag}" for image in recipe.images}
-
-
 @dataclass(frozen=True)
 class ForkImagesArgs:
     recipe: ForkRecipe
@@ -40,14 +36,8 @@ class ForkImagesArgs:
     tag: str
     platform: str | None
     mode: ImageMode
-    registry_password: pulumi.Output[str] | None = None
+    credentials: RegistryCredentials | None = None
     checkout_path: pulumi.Input[str] | None = None
-
-    @property
-    def registry_auth(self) -> tuple[str, pulumi.Output[str]] | None:
-        if self.registry_password is None or not self.registry.username:
-            return None
-        return self.registry.username, self.registry_password
 
 
 class ForkImages(pulumi.ComponentResource):
@@ -80,7 +70,7 @@ class ForkImages(pulumi.ComponentResource):
         if args.checkout_path is None:
             raise ValueError("building images needs the fork checkout")
         registry = args.registry
-        variables = args.recipe.build_variables(f"{registry.server}/{args.recipe.image_path}", args.tag, args.platform)
+        variables = args.recipe.build_variables(registry.server, args.tag, args.platform)
         environment: dict[str, pulumi.Input[str]] = {
             **variables,
             "FORK_CHECKOUT": args.checkout_path,
@@ -89,8 +79,9 @@ class ForkImages(pulumi.ComponentResource):
             # builder keeps images in its cache and cannot reach a registry on localhost.
             "BUILDX_BUILDER": "default",
         }
-        if args.registry_auth:
-            environment["REGISTRY_USERNAME"], environment["REGISTRY_PASSWORD"] = args.registry_auth
+        if args.credentials:
+            environment["REGISTRY_USERNAME"] = args.credentials.username
+            environment["REGISTRY_PASSWORD"] = args.credentials.password
         build = local.Command(
             f"{name}-build",
             create=build_command(args.recipe, variables),
@@ -102,9 +93,12 @@ class ForkImages(pulumi.ComponentResource):
 
     def _verify(self, name: str, args: ForkImagesArgs, pushed: pulumi.Output[str]) -> pulumi.Output[dict[str, str]]:
         auth = None
-        if args.registry_auth:
-            username, password = args.registry_auth
-            auth = [docker.ProviderRegistryAuthArgs(address=args.registry.host, username=username, password=password)]
+        if credentials := args.credentials:
+            auth = [
+                docker.ProviderRegistryAuthArgs(
+                    address=credentials.host, username=credentials.username, password=credentials.password
+                )
+            ]
         provider = docker.Provider(f"{name}-registry", registry_auth=auth, opts=pulumi.ResourceOptions(parent=self))
         # Each lookup waits for the push through `pushed`, so a build is verified only after it ran.
         digests = {
@@ -112,6 +106,6 @@ class ForkImages(pulumi.ComponentResource):
                 name=pulumi.Output.concat(pushed.apply(lambda _: ""), reference),
                 opts=pulumi.InvokeOutputOptions(provider=provider, parent=self),
             ).sha256_digest
-            for image, reference in image_references(args.recipe, args.registry, args.tag).items()
+            for image, reference in args.recipe.image_references(args.registry.server, args.tag).items()
         }
         return pulumi.Output.all(**digests).apply(dict)

@@ -26,13 +26,12 @@ def memory_quantity(mib: int) -> str:
 
 def gpu_fractioning_values(
     config: GpuFractioningConfig,
-    registry: str,
+    repo_base: str,
     tag: pulumi.Input[str],
     gpus_per_node: int,
     pull_secret: str | None,
 ) -> dict[str, Any]:
     """Every image gets its repository AND tag: an empty tag silently deploys the chart's appVersion."""
-    repo_base = f"{registry}/{GPU_FRACTIONING.image_path}"
     values: dict[str, Any] = {
         "images": {image: {"repository": f"{repo_base}/{image}", "tag": tag} for image in GPU_FRACTIONING.images},
         "gpuOperator": {"minimumVersion": config.minimum_gpu_operator_version},

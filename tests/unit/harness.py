@@ -13,10 +13,10 @@ import pulumi
 import pytest
 from pulumi.runtime import mocks, rpc
 
-from components import stack
 from components.checks import preflight
 from components.checks.cluster_facts import ClusterFacts, HostFacts, NodeFacts
 from components.config.model import ForkPin
+from components.forks import supply
 from components.forks.recipes import ForkRecipe
 from components.forks.source import ForkSource, fork_tree
 
@@ -203,7 +203,7 @@ class ProgramRunner:
         exported: dict[str, Any] = {}
         self.monkeypatch.setattr(pulumi, "export", exported.__setitem__)
         self.monkeypatch.setattr(preflight, "read_cluster_facts", lambda _config: cluster)
-        self.monkeypatch.setattr(stack, "prepare_fork_source", engine.prepare_fork_source)
+        self.monkeypatch.setattr(supply, "prepare_fork_source", engine.prepare_fork_source)
 
         @pulumi.runtime.test
         def program() -> Any:
