@@ -9,12 +9,14 @@ from . import (
     gpu_pod_require_non_root_fractions,
     gpu_pod_require_runtime_class,
     gpu_pod_require_valid_fractions,
+    kai_fork_require_explicit_image_tags,
     kai_fork_require_paired_image_tags,
     kai_release_disallow_nvfractions_subchart,
     kai_release_require_valid_sharing_mode,
 )
 
 POLICY_MODULES = (
+    kai_fork_require_explicit_image_tags,
     kai_fork_require_paired_image_tags,
     kai_release_disallow_nvfractions_subchart,
     kai_release_require_valid_sharing_mode,

@@ -1,13 +1,31 @@
-"""Golden, fully compliant props for every resource the pack looks at, shaped like engine inputs."""
+"""Golden, fully compliant props for every resource the pack looks at, shaped like engine inputs.
+
+What this project installs comes from the program's own values and manifests, so the golden cases
+cannot drift from what the program registers.
+"""
 
 from __future__ import annotations
 
 import copy
 from typing import Any, NamedTuple
 
+from components.config.model import (
+    GPU_PROFILES,
+    GpuFractioningConfig,
+    GpuOperatorConfig,
+    KaiConfig,
+    SmokeTestConfig,
+)
+from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
+from components.gpu_cluster.gpu_fractioning import gpu_fractioning_values
+from components.gpu_cluster.gpu_operator import gpu_operator_values
+from components.gpu_cluster.kai_scheduler import kai_fork_values, kai_lab_values
+from components.gpu_cluster.smoke_pods import smoke_pod_manifest
+from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
+
 TAG = "smshare-44d1d0a-af0544e"
 REGISTRY = "registry.example.com/team/kai-fork"
-NODE_AGENTS = ("operator", "mpsd", "fractiond", "metricsd")
+NODE_AGENTS = GPU_FRACTIONING.images
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHART_V4 = "kubernetes:helm.sh/v4:Chart"
@@ -32,37 +50,22 @@ class Resource(NamedTuple):
 
 def kai_release() -> Props:
     """The fork's KAI release in NvFractions mode, as this project installs it."""
+    values = kai_fork_values(KaiConfig(), KAI_SCHEDULER.repo_base(REGISTRY), TAG, "regcred")
     return {
         "name": "kai-scheduler",
         "chart": "/work/forks/KAI-Scheduler/deployments/kai-scheduler",
         "namespace": "kai-scheduler",
-        "values": {
-            "global": {
-                "gpuSharingMode": "NvFractions",
-                "registry": f"{REGISTRY}/kai-scheduler",
-                "tag": TAG,
-                "nvFractions": {"set": False},
-                "imagePullSecrets": [{"name": "regcred"}],
-            },
-            "binder": {"runtimeClassName": "nvidia"},
-            "kaiConfig": {"render": True},
-            "kaiConfigDeployer": {"enabled": False},
-        },
+        "values": values,
     }
 
 
 def fractioning_release() -> Props:
+    values = gpu_fractioning_values(GpuFractioningConfig(), GPU_FRACTIONING.repo_base(REGISTRY), TAG, 8, None)
     return {
         "name": "gpu-fractioning",
         "chart": "/work/forks/kai-gpu-fractioning/operator/charts",
         "namespace": "gpu-fractioning",
-        "values": {
-            "images": {
-                agent: {"repository": f"{REGISTRY}/kai-gpu-fractioning/{agent}", "tag": TAG} for agent in NODE_AGENTS
-            },
-            "gpuOperator": {"minimumVersion": "v26.7.1"},
-            "mpsDaemon": {"resources": {"limits": {"memory": "1Gi"}}},
-        },
+        "values": values,
     }
 
 
@@ -73,7 +76,7 @@ def gpu_operator_release() -> Props:
         "version": "v26.7.1",
         "namespace": "gpu-operator",
         "repositoryOpts": {"repo": "https://charts.example.com/nvidia"},
-        "values": {"driver": {"enabled": True, "version": "615.71.09"}},
+        "values": gpu_operator_values(GpuOperatorConfig()),
     }
 
 
@@ -84,99 +87,32 @@ def lab_kai_release() -> Props:
         "chart": "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler",
         "version": "v0.17.0",
         "namespace": "kai-scheduler",
-        "values": {
-            "global": {"gpuSharing": True},
-            "binder": {"plugins": {"hamicore": {"enabled": True}}, "runtimeClassName": "nvidia"},
-        },
+        "values": kai_lab_values(KaiConfig()),
     }
 
 
 def kai_build() -> Props:
-    return {
-        "create": "make build",
-        "environment": {
-            "DOCKER_REPO_BASE": f"{REGISTRY}/kai-scheduler",
-            "DOCKER_TAG": TAG,
-            "DOCKER_BUILDX_ADDITIONAL_ARGS": "--push",
-        },
-    }
+    return {"create": "make build", "environment": KAI_SCHEDULER.build_variables(REGISTRY, TAG, None)}
 
 
 def fractioning_build() -> Props:
     return {
         "create": "make docker-build docker-push",
-        "environment": {"DOCKER_REPO_BASE": f"{REGISTRY}/kai-gpu-fractioning", "VERSION": TAG},
+        "environment": GPU_FRACTIONING.build_variables(REGISTRY, TAG, None),
     }
 
 
 def smoke_pod(name: str = "fraction-smoke-a") -> Props:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "labels": {"kai.scheduler/queue": "default-queue", "app": "nvfractions-smoke"},
-            "annotations": {
-                "gpu-fraction": "0.5",
-                "nvidia.com/container.main.gpu-compute.mode": "sm-sharing",
-            },
-        },
-        "spec": {
-            "schedulerName": "kai-scheduler",
-            "runtimeClassName": "nvidia",
-            "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "nvidia/cuda:13.3.1-base-ubuntu24.04",
-                    "command": ["sleep", "3600"],
-                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-                }
-            ],
-        },
-    }
+    return smoke_pod_manifest(name, SmokeTestConfig())
 
 
 def whole_gpu_pod() -> Props:
-    return {
-        "metadata": {"name": "kai-whole-gpu", "labels": {"kai.scheduler/queue": "default-queue"}},
-        "spec": {
-            "schedulerName": "kai-scheduler",
-            "runtimeClassName": "nvidia",
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "command": ["sleep", "3600"],
-                    "resources": {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 1}},
-                }
-            ],
-        },
-    }
+    return whole_gpu_pod_manifest(await_ready=True)
 
 
 def shared_lab_pod() -> Props:
     """The lab's HAMi pod, with the RuntimeClass and non-root context this project's dev stack adds."""
-    return {
-        "metadata": {
-            "name": "gpu-sharing-with-isolation",
-            "labels": {"kai.scheduler/queue": "default-queue"},
-            "annotations": {"gpu-memory": "20480"},
-        },
-        "spec": {
-            "schedulerName": "kai-scheduler",
-            "runtimeClassName": "nvidia",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "nvidia/cuda:13.3.1-base-ubuntu24.04",
-                    "env": [{"name": "CUDA_DISABLE_CONTROL", "value": "true"}],
-                    "securityContext": {"allowPrivilegeEscalation": False},
-                }
-            ],
-        },
-    }
+    return shared_pod_manifest(GPU_PROFILES["a100"])
 
 
 def in_workload(resource_type: str, pod: Props) -> Props:

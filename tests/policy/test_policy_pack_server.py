@@ -86,5 +86,5 @@ def test_a_stack_violation_points_at_the_release(analyzer: analyzer_pb2_grpc.Ana
     )
     diagnostics = analyzer.AnalyzeStack(request).diagnostics
     assert [(d.policyName, d.urn) for d in diagnostics] == [
-        ("kai-fork-require-paired-image-tags", "urn:gpu-fractioning")
+        ("kai-fork-require-explicit-image-tags", "urn:gpu-fractioning")
     ], "the empty mpsd tag is reported against the gpu-fractioning release"

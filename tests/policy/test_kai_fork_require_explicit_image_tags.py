@@ -1,0 +1,97 @@
+"""kai-fork-require-explicit-image-tags: every fork image has an explicit tag that is a build."""
+
+from __future__ import annotations
+
+import pytest
+from gpu_policies.kai_fork_require_explicit_image_tags import policy
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+from tests.policy import golden
+from tests.policy.golden import TAG, Resource
+from tests.policy.harness import run_stack
+from tests.policy.test_kai_fork_require_paired_image_tags import pop_value, prebuilt, set_deployed_tags, set_value
+
+
+def empty_tag(key: str, release: str) -> str:
+    return (
+        f"{key} of release {release!r} is empty, so the chart falls back to its appVersion instead of your "
+        "fork build; set it to the tag you built and pushed."
+    )
+
+
+def default_tag(key: str, release: str, tag: str) -> str:
+    return (
+        f"{key} of release {release!r} is {tag!r}, a chart or Makefile default rather than your fork build; "
+        "set it to the tag you built and pushed."
+    )
+
+
+def test_the_fork_stack_with_its_built_tag_passes() -> None:
+    outcome = run_stack(policy, golden.fork_stack())
+    assert outcome.violations == [] and outcome.not_applicable is None, "the golden fork install is compliant"
+
+
+def test_the_laptop_lab_is_not_applicable() -> None:
+    assert run_stack(policy, golden.lab_stack()).not_applicable is not None, "public KAI deploys no fork"
+
+
+@pytest.mark.parametrize("tag", [None, ""], ids=["absent", "empty"])
+def test_an_empty_kai_global_tag_fails(tag: str | None) -> None:
+    stack = prebuilt(golden.fork_stack())
+    pop_value(stack, "kai-scheduler", "global.tag")
+    if tag is not None:
+        set_value(stack, "kai-scheduler", "global.tag", tag)
+    assert run_stack(policy, stack).violations == [empty_tag("global.tag", "kai-scheduler")], (
+        "an empty tag silently deploys the chart's appVersion"
+    )
+
+
+def test_an_absent_node_agent_tag_fails() -> None:
+    stack = prebuilt(golden.fork_stack())
+    pop_value(stack, "gpu-fractioning", "images.mpsd.tag")
+    assert run_stack(policy, stack).violations == [
+        "images.mpsd.tag of release 'gpu-fractioning' is empty, so the chart falls back to its appVersion "
+        "instead of your fork build; set it to the tag you built and pushed."
+    ], "every one of the four node-agent tags must be set"
+
+
+@pytest.mark.parametrize("tag", ["0.0.0", "0.1.0", "latest", "v0.1.0"])
+def test_a_default_tag_on_every_image_fails_once_per_image(tag: str) -> None:
+    stack = prebuilt(golden.fork_stack())
+    set_deployed_tags(stack, tag)
+    violations = run_stack(policy, stack).violations
+    assert len(violations) == 5, "KAI's global.tag and the four node-agent tags each fail"
+    assert violations[0] == default_tag("global.tag", "kai-scheduler", tag), (
+        "a chart appVersion or Makefile default is never the fork build"
+    )
+
+
+def test_kai_in_nvfractions_mode_alone_still_needs_an_explicit_tag() -> None:
+    kai = golden.kai_release()
+    kai["values"]["global"].pop("tag")
+    outcome = run_stack(policy, [Resource(golden.RELEASE, "kai-scheduler", kai)])
+    assert outcome.violations == [empty_tag("global.tag", "kai-scheduler")], (
+        "NvFractions mode means the fork, even when gpu-fractioning lives in another stack"
+    )
+
+
+def test_forbidden_tags_are_configurable() -> None:
+    stack = prebuilt(golden.fork_stack())
+    violations = run_stack(policy, stack, {"forbiddenTags": [TAG]}).violations
+    assert len(violations) == 5, "a team may retire a tag through config"
+    stack = prebuilt(golden.fork_stack())
+    set_deployed_tags(stack, "latest")
+    assert run_stack(policy, stack, {"forbiddenTags": []}).violations == [], "an empty list forbids nothing"
+
+
+def test_a_helm_v4_chart_with_a_default_tag_fails() -> None:
+    fractioning = golden.fractioning_release()
+    fractioning["values"]["images"]["operator"]["tag"] = "latest"
+    stack = [Resource(golden.CHART_V4, "agents", fractioning)]
+    assert run_stack(policy, stack).violations == [default_tag("images.operator.tag", "gpu-fractioning", "latest")]
+
+
+def test_a_tag_unknown_during_preview_is_not_a_violation() -> None:
+    stack = golden.fork_stack()
+    set_deployed_tags(stack, UNKNOWN_STRING_VALUE)
+    assert run_stack(policy, stack).violations == [], "a tag computed from a build is checked at up"
