@@ -16,6 +16,7 @@ from typing import Any
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+from urllib3.exceptions import HTTPError
 
 from components.checks.dynamic import (
     ReportedFailure,
@@ -65,8 +66,6 @@ class _PodsGoneProvider(ResourceProvider):
         return UpdateResult(outs=news)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from urllib3.exceptions import HTTPError
-
         namespace, selector = str(props["namespace"]), str(props["label_selector"])
         cluster = KubeClient.connect(props.get("kubeconfig"), props.get("context"))
 

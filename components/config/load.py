@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import pulumi
+from pulumi.runtime import config as runtime_config
 from pydantic import BaseModel, ValidationError
 
 from components.config.model import StackConfig
@@ -108,12 +110,9 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def load_from_pulumi() -> tuple[StackConfig, Any]:
+def load_from_pulumi() -> tuple[StackConfig, pulumi.Output[str] | None]:
     """Reads this project's keys from the running stack's config; returns the model and the
     registry password as a Pulumi secret Output (or None)."""
-    import pulumi
-    from pulumi.runtime import config as runtime_config
-
     prefix = f"{PROJECT}:"
     stored = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     raw = {key.removeprefix(prefix): value for key, value in stored.items() if key.startswith(prefix)}
