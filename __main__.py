@@ -6,10 +6,12 @@ from components.config.load import ConfigError, load_from_pulumi
 from components.stack import deploy
 
 try:
-    config, registry_password = load_from_pulumi()
+    loaded = load_from_pulumi()
 except ConfigError as error:
     # A user mistake: report it without a traceback, before any resource is registered.
     raise pulumi.RunError(str(error)) from None
 
-for name, value in deploy(config, registry_password).items():
+for warning in loaded.warnings:
+    pulumi.log.warn(warning)
+for name, value in deploy(loaded.config, loaded.registry_password).items():
     pulumi.export(name, value)

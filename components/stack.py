@@ -39,9 +39,12 @@ def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -
 
 
 def cluster_provider(config: StackConfig, kubeconfig: pulumi.Input[str] | None = None) -> k8s.Provider:
-    return k8s.Provider(
-        "cluster", kubeconfig=kubeconfig or config.cluster.kubeconfig_path, context=config.cluster.context
-    )
+    """The provider for the configured cluster; a kubeconfig given as contents (credentials
+    included) reaches its inputs, and so the state, only as a secret."""
+    cluster = config.cluster
+    if kubeconfig is None and cluster.kubeconfig is not None and cluster.kubeconfig_is_contents:
+        kubeconfig = pulumi.Output.secret(cluster.kubeconfig)
+    return k8s.Provider("cluster", kubeconfig=kubeconfig or cluster.kubeconfig_path, context=cluster.context)
 
 
 def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:

@@ -15,18 +15,16 @@ from typing import Any
 
 import yaml
 
+from components.config.model import is_kubeconfig_contents
+
 Json = dict[str, Any]
-
-
-def looks_like_kubeconfig_contents(value: str) -> bool:
-    return "\n" in value or value.lstrip().startswith(("{", "apiVersion"))
 
 
 def api_client(kubeconfig: str | None, context: str | None) -> Any:
     """A kubernetes ApiClient for a kubeconfig path, its contents, or the ambient KUBECONFIG."""
     from kubernetes import config
 
-    if kubeconfig and looks_like_kubeconfig_contents(kubeconfig):
+    if kubeconfig and is_kubeconfig_contents(kubeconfig):
         return config.new_client_from_config_dict(yaml.safe_load(kubeconfig), context=context)
     path = os.path.expanduser(kubeconfig) if kubeconfig else None
     return config.new_client_from_config(config_file=path, context=context)

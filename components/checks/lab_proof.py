@@ -16,7 +16,7 @@ from components.checks.lab_decisions import (
     queue_allocated_gpus,
 )
 from components.checks.proof import Clock, ProofCluster, ProofResult, guarded, phase, retry
-from components.gpu_cluster.kai_scheduler import QUEUE_GROUP, QUEUE_PLURAL, QUEUE_VERSION, RESERVATION_NAMESPACE
+from components.gpu_cluster.kai_api import QUEUE_GROUP, QUEUE_PLURAL, QUEUE_VERSION, RESERVATION_NAMESPACE
 from components.lab.lab_pods import SHARED_POD
 
 # The lab's whole-GPU pod, which the queue's allocation counts next to the shared pod's slice.

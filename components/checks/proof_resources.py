@@ -26,8 +26,7 @@ from components.checks.dynamic import (
 from components.checks.kube import KubeClient
 from components.checks.lab_proof import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
 from components.checks.proof import ProofResult, format_proof, raise_on_failure
-from components.checks.smoke_decisions import DEVICE_QUERY_POD
-from components.checks.smoke_proof import SmokeSpec, prove_smoke
+from components.checks.smoke_proof import DEVICE_QUERY_POD, SmokeSpec, prove_smoke
 
 report_failures_without_traceback()
 

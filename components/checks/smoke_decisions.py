@@ -13,15 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from components.checks.proof import ProofResult
-from components.config.model import SmokeTestConfig
-from components.gpu_cluster.smoke_pods import smoke_pod_manifest
 
 RESERVED_GPU_MEMORY_MIB = 1024  # the MPS server's own context; the binder's reservedGpuMemory
 DEFAULT_NAMESPACE_PERCENTAGE = 10.0
 KAI_NAMESPACE_PREFIX = "kai_"
 SM_TOLERANCE = 2  # MPS hands out SMs in TPC pairs on A100/H100
-DEVICE_QUERY_POD = "fraction-devicequery"
-DEVICE_QUERY_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:devicequery"
 GPU_UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 MISMATCHED_PAIR = (
     "a fork node agent running against an upstream scheduler, or the reverse: rebuild and reinstall both "
@@ -281,14 +277,3 @@ def decide_sm_share(query: DeviceQuery, sm_count: int, fraction: float) -> Proof
         True,
         f"{measured} of {sm_count} SMs ({measured / sm_count:.0%}) despite CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100",
     )
-
-
-def device_query_pod_manifest(namespace: str, queue: str, fraction: float, image: str = DEVICE_QUERY_IMAGE) -> dict:
-    """The guide's half-GPU deviceQuery pod: a smoke pod that tries to override its own share to 100 %."""
-    pod = smoke_pod_manifest(
-        DEVICE_QUERY_POD, SmokeTestConfig(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)
-    )
-    (container,) = pod["spec"]["containers"]
-    del container["command"]  # the image's entrypoint runs deviceQuery
-    container["env"] = [{"name": "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "value": "100"}]
-    return {"apiVersion": "v1", "kind": "Pod", **pod}

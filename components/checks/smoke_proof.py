@@ -18,14 +18,11 @@ from components.checks.proof import (
     wait_for,
 )
 from components.checks.smoke_decisions import (
-    DEVICE_QUERY_IMAGE,
-    DEVICE_QUERY_POD,
     decide_binder,
     decide_env,
     decide_memory_view,
     decide_namespaces,
     decide_sm_share,
-    device_query_pod_manifest,
     expected_memory_cap_mib,
     parse_device_query,
     parse_env,
@@ -33,8 +30,12 @@ from components.checks.smoke_decisions import (
     parse_namespace_list,
     sm_count_for_product,
 )
+from components.config.model import SmokeTestConfig
 from components.gpu_cluster.node_agents import MPSD_SELECTOR
-from components.gpu_cluster.smoke_pods import CONTAINER
+from components.gpu_cluster.smoke_pods import CONTAINER, smoke_pod_manifest
+
+DEVICE_QUERY_POD = "fraction-devicequery"
+DEVICE_QUERY_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:devicequery"
 
 NAMESPACE_LIST = ["nvidia-cuda-mps-control", "-p", "3", "namespace", "list", "--server=shared"]
 HOSTILE_MEMORY_QUERY = [
@@ -163,3 +164,14 @@ def _sm_share(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock) -
 
 def _finished(pod: dict[str, Any] | None) -> str | None:
     return found if (found := phase(pod)) in ("Succeeded", "Failed") else None
+
+
+def device_query_pod_manifest(namespace: str, queue: str, fraction: float, image: str = DEVICE_QUERY_IMAGE) -> dict:
+    """The guide's half-GPU deviceQuery pod: a smoke pod that tries to override its own share to 100 %."""
+    pod = smoke_pod_manifest(
+        DEVICE_QUERY_POD, SmokeTestConfig(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)
+    )
+    (container,) = pod["spec"]["containers"]
+    del container["command"]  # the image's entrypoint runs deviceQuery
+    container["env"] = [{"name": "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "value": "100"}]
+    return {"apiVersion": "v1", "kind": "Pod", **pod}

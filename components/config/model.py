@@ -1,34 +1,72 @@
-"""The stack configuration's model: every key, its type, default and validation."""
+"""The stack configuration's model: every key, its type, default and validation.
+
+The value types (components/config/types.py) say what Kubernetes, the registry, Helm, git and the
+driver accept; the models here say which key takes which, and the rules that span keys.
+"""
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+
+from components.config.types import (
+    Argument,
+    ChartVersion,
+    Count,
+    Directory,
+    DnsLabel,
+    DnsSubdomain,
+    DriverVersion,
+    GitRepository,
+    HttpUrl,
+    Image,
+    ImageTag,
+    KindClusterName,
+    Number,
+    Platform,
+    RegistryPath,
+    Repository,
+    Switch,
+    Text,
+    uses_v_prefix,
+)
 
 
 class Model(BaseModel):
     """What every section shares: camelCase keys, no unknown keys, frozen."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True, validate_default=True
+    )
 
 
 # Tags that a chart or Makefile falls back to when an override is forgotten: deploying one of
 # them means running code that is not the pinned fork.
-FORBIDDEN_TAGS = ("", "0.0.0", "0.1.0", "latest")
-TAG_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-COMMIT_PATTERN = re.compile(r"^[0-9a-f]{40}$")
+FALLBACK_TAGS = ("0.0.0", "0.1.0")
+COMMIT_PATTERN = re.compile(r"[0-9a-f]{40}")
+_CHART_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+def _commit(value: str) -> str:
+    if not COMMIT_PATTERN.fullmatch(value):
+        raise ValueError("must be a full 40-character lowercase commit SHA, not a branch or short SHA")
+    return value
+
+
+Commit = Annotated[str, AfterValidator(_commit)]
 
 
 class ChartSource(Model):
     """Where a Helm chart comes from: a chart name in `repo`, an `oci://` reference, or a local directory."""
 
-    chart: str = Field(examples=["gpu-operator", "oci://ghcr.io/org/charts/name", "./mirror/gpu-operator"])
-    version: str | None = Field(default=None, examples=["v26.7.1"])
-    repo: str | None = Field(default=None, examples=["https://helm.ngc.nvidia.com/nvidia"])
+    chart: Text
+    version: ChartVersion | None = None
+    repo: HttpUrl | None = None
 
     @property
     def is_local(self) -> bool:
@@ -36,22 +74,47 @@ class ChartSource(Model):
 
     @model_validator(mode="after")
     def _remote_charts_are_pinned(self) -> ChartSource:
+        if self.repo is not None and not _CHART_NAME.fullmatch(self.chart):
+            raise ValueError("with `repo`, `chart` must be the chart's name in that repository")
         if not self.is_local and not self.version:
             raise ValueError("a chart from a repository or OCI registry needs a pinned `version`")
         return self
 
 
-class ForkPin(Model):
-    repository: str = Field(examples=["https://github.com/kai-scheduler/KAI-Scheduler.git"])
-    pull_request: int = Field(ge=1, examples=[2368])
-    commit: str = Field(examples=["44d1d0a966465c69b1fd0d24b40b9a1ebb73699e"])
+def defaults_to(default: BaseModel, unless: str | None = None) -> BeforeValidator:
+    """A section given in part keeps its default for the keys it leaves out (a chart key given only
+    a `version` keeps its chart), unless it sets `unless` (naming a `chart` starts from scratch)."""
 
-    @field_validator("commit")
-    @classmethod
-    def _full_sha(cls, value: str) -> str:
-        if not COMMIT_PATTERN.fullmatch(value):
-            raise ValueError("must be a full 40-character lowercase commit SHA, not a branch or short SHA")
+    def merge(value: Any) -> Any:
+        if isinstance(value, dict) and (unless is None or unless not in value):
+            return {**default.model_dump(by_alias=True, exclude_none=True), **value}
         return value
+
+    return BeforeValidator(merge)
+
+
+def in_style_of(default: ChartSource) -> AfterValidator:
+    """The default chart's versions keep their spelling (with or without a leading v): the other
+    spelling is no version that chart publishes."""
+
+    def same_style(source: ChartSource) -> ChartSource:
+        if (
+            (source.chart, source.repo) == (default.chart, default.repo)
+            and source.version
+            and default.version
+            and uses_v_prefix(source.version) != uses_v_prefix(default.version)
+        ):
+            style = "with" if uses_v_prefix(default.version) else "without"
+            raise ValueError(f"{default.chart} publishes its versions {style} a leading v, such as {default.version}")
+        return source
+
+    return AfterValidator(same_style)
+
+
+class ForkPin(Model):
+    repository: GitRepository = Field(examples=["https://github.com/kai-scheduler/KAI-Scheduler.git"])
+    pull_request: Annotated[Count, Field(ge=1, le=10**9)] = Field(examples=[2368])
+    commit: Commit = Field(examples=["44d1d0a966465c69b1fd0d24b40b9a1ebb73699e"])
 
     @property
     def short(self) -> str:
@@ -59,16 +122,9 @@ class ForkPin(Model):
 
 
 class RegistryConfig(Model):
-    server: str = Field(examples=["registry.example.com/team/kai-fork"])
-    username: str | None = Field(default=None, examples=["robot$kai"])
-    pull_secret_name: str = Field(default="kai-fork-registry", examples=["kai-fork-registry"])
-
-    @field_validator("server")
-    @classmethod
-    def _no_scheme_or_tag(cls, value: str) -> str:
-        if "://" in value or value.endswith("/") or not value:
-            raise ValueError("must be a registry host and path without scheme or trailing slash")
-        return value
+    server: RegistryPath = Field(examples=["registry.example.com/team/kai-fork"])
+    username: Argument | None = Field(default=None, examples=["robot$kai"])
+    pull_secret_name: DnsSubdomain = Field(default="kai-fork-registry", examples=["kai-fork-registry"])
 
     @property
     def host(self) -> str:
@@ -78,31 +134,32 @@ class RegistryConfig(Model):
 ImageMode = Literal["build", "verify", "prebuilt"]
 
 
+KAI_SCHEDULER_PIN = ForkPin(
+    repository="https://github.com/kai-scheduler/KAI-Scheduler.git",
+    pull_request=2368,
+    commit="44d1d0a966465c69b1fd0d24b40b9a1ebb73699e",
+)
+GPU_FRACTIONING_PIN = ForkPin(
+    repository="https://github.com/kai-scheduler/gpu-fractioning.git",
+    pull_request=147,
+    commit="af0544e4dbd1d8e03ca14fc1e06d6265fabed99b",
+)
+
+
 class ForksConfig(Model):
-    kai_scheduler: ForkPin = ForkPin(
-        repository="https://github.com/kai-scheduler/KAI-Scheduler.git",
-        pull_request=2368,
-        commit="44d1d0a966465c69b1fd0d24b40b9a1ebb73699e",
-    )
-    gpu_fractioning: ForkPin = ForkPin(
-        repository="https://github.com/kai-scheduler/gpu-fractioning.git",
-        pull_request=147,
-        commit="af0544e4dbd1d8e03ca14fc1e06d6265fabed99b",
-    )
-    tag: str | None = Field(default=None, examples=["smshare-44d1d0a-af0544e"])
+    # A pin given in part keeps the rest: a mirror of the same commit, or a new commit of the same PR.
+    kai_scheduler: Annotated[ForkPin, defaults_to(KAI_SCHEDULER_PIN)] = KAI_SCHEDULER_PIN
+    gpu_fractioning: Annotated[ForkPin, defaults_to(GPU_FRACTIONING_PIN)] = GPU_FRACTIONING_PIN
+    tag: ImageTag | None = Field(default=None, examples=["smshare-44d1d0a-af0544e"])
     images: ImageMode = Field(default="build", examples=["build", "verify", "prebuilt"])
-    platform: str | None = Field(default=None, examples=["linux/amd64"])
-    workdir: str = Field(default=".forks", examples=[".forks", "/var/tmp/kai-forks"])
+    platform: Platform | None = Field(default=None, examples=["linux/amd64"])
+    workdir: Directory = Field(default=".forks", examples=[".forks", "/var/tmp/kai-forks"])
 
     @field_validator("tag")
     @classmethod
-    def _usable_tag(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        if value in FORBIDDEN_TAGS:
+    def _not_a_fallback(cls, value: str | None) -> str | None:
+        if value in FALLBACK_TAGS:
             raise ValueError(f"{value!r} is a chart or Makefile fallback tag, not a build of the pinned forks")
-        if not TAG_PATTERN.fullmatch(value):
-            raise ValueError("is not a valid image tag")
         return value
 
     @property
@@ -113,70 +170,115 @@ class ForksConfig(Model):
 
 class DriverConfig(Model):
     source: Literal["operator", "host"] = Field(default="operator", examples=["operator", "host"])
-    version: str = Field(default="615.71.09", examples=["615.71.09"])
+    version: DriverVersion = Field(default="615.71.09", examples=["615.71.09"])
 
-    @field_validator("version")
-    @classmethod
-    def _r615_or_newer(cls, value: str) -> str:
-        major = value.split(".", 1)[0]
-        if not major.isdigit() or int(major) < 615:
-            raise ValueError("must be an r615 or newer driver (MPS v3 namespaces need it)")
-        return value
+
+GPU_OPERATOR_CHART = ChartSource(chart="gpu-operator", version="v26.7.1", repo="https://helm.ngc.nvidia.com/nvidia")
 
 
 class GpuOperatorConfig(Model):
-    enabled: bool = True
-    namespace: str = "gpu-operator"
-    chart: ChartSource = ChartSource(chart="gpu-operator", version="v26.7.1", repo="https://helm.ngc.nvidia.com/nvidia")
+    enabled: Switch = True
+    namespace: DnsLabel = "gpu-operator"
+    chart: Annotated[ChartSource, defaults_to(GPU_OPERATOR_CHART, unless="chart"), in_style_of(GPU_OPERATOR_CHART)] = (
+        GPU_OPERATOR_CHART
+    )
     driver: DriverConfig = DriverConfig()
 
 
+PUBLIC_KAI_CHART = ChartSource(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", version="v0.17.0")
+
+
 class KaiConfig(Model):
-    namespace: str = "kai-scheduler"
-    chart: ChartSource | None = Field(default=None, description="default: the fork checkout's chart")
+    namespace: DnsLabel = "kai-scheduler"
+    chart: ChartSource | None = Field(
+        default=None,
+        description="default: the fork checkout's chart (fork), or the public v0.17.0 chart (lab)",
+        examples=[PUBLIC_KAI_CHART.model_dump(exclude_none=True)],
+    )
     # The Config CR is otherwise applied by a post-install hook Job; rendering it inline keeps it in
     # the release itself, so it cannot be lost when a hook does not fire.
-    render_config_inline: bool = True
-    binder_runtime_class: str = Field(default="nvidia", examples=["nvidia"])
+    render_config_inline: Switch = True
+    binder_runtime_class: DnsSubdomain = Field(default="nvidia", examples=["nvidia"])
 
 
 NodeRuntime = Literal["containerd", "microk8s", "k3s", "rke2"]
 
 
 class GpuFractioningConfig(Model):
-    namespace: str = "gpu-fractioning"
-    chart: ChartSource | None = Field(default=None, description="default: the fork checkout's chart")
+    namespace: DnsLabel = "gpu-fractioning"
+    chart: ChartSource | None = Field(
+        default=None,
+        description="default: the fork checkout's chart",
+        examples=[{"chart": "./mirror/gpu-fractioning"}],
+    )
     minimum_gpu_operator_version: Literal["v26.7.1", "v26.7.0"] = Field(default="v26.7.1", examples=["v26.7.1"])
     node_runtime: NodeRuntime = Field(default="containerd", examples=["containerd", "microk8s", "k3s"])
 
 
 class NodesConfig(Model):
-    gpus_per_node: int = Field(default=8, ge=1, le=256, examples=[8])
-    gpu_memory_mib: int = Field(default=40960, ge=1024, examples=[40960])
+    gpus_per_node: Annotated[Count, Field(ge=1, le=256)] = Field(default=8, examples=[8])
+    # Up to 1 TiB per GPU: far above any GPU made, and small enough to compute with.
+    gpu_memory_mib: Annotated[Count, Field(ge=1024, le=1024 * 1024)] = Field(default=40960, examples=[40960])
+
+
+def _hundredths(value: float) -> float:
+    # KAI accounts fractions at two decimals, and the MPS share is a whole percentage.
+    if abs(value * 100 - round(value * 100)) > 1e-9:
+        raise ValueError("must be a multiple of 0.01 (the MPS share is a whole percentage)")
+    return value
 
 
 class SmokeTestConfig(Model):
-    enabled: bool = True
-    namespace: str = "default"
-    queue: str = Field(default="default-queue", examples=["default-queue"])
-    image: str = Field(default="nvidia/cuda:13.3.1-base-ubuntu24.04")
-    gpu_fraction: Annotated[float, Field(gt=0, le=1)] = 0.5
+    enabled: Switch = True
+    namespace: DnsLabel = "default"
+    # A KAI Queue's name, also written as a pod label value.
+    queue: DnsLabel = Field(default="default-queue", examples=["default-queue"])
+    image: Image = Field(
+        default="nvidia/cuda:13.3.1-base-ubuntu24.04", examples=["nvidia/cuda:13.3.1-base-ubuntu24.04"]
+    )
+    gpu_fraction: Annotated[Number, Field(ge=0.01, le=1), AfterValidator(_hundredths)] = Field(
+        default=0.5, examples=[0.5]
+    )
     # Runs the guide's four checks and the SM-share measurement on the smoke pods during `up`.
-    prove: bool = True
+    prove: Switch = True
+
+
+def _kubeconfig(value: str) -> str:
+    """A path (single line), or the file's contents."""
+    if not value.strip():
+        raise ValueError("must not be empty")
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    if not is_kubeconfig_contents(value):
+        if value != value.strip():
+            raise ValueError("must not start or end with whitespace")
+        try:
+            Path(value).expanduser()
+        except RuntimeError:
+            raise ValueError(f"names a home directory this machine does not have ({value.split('/', 1)[0]})") from None
+    return value
+
+
+def is_kubeconfig_contents(value: str) -> bool:
+    return "\n" in value or value.lstrip().startswith(("{", "apiVersion"))
 
 
 class ClusterConfig(Model):
-    kubeconfig: str | None = Field(default=None, examples=["~/.kube/config"])
-    context: str | None = Field(default=None, examples=["gpu-cluster"])
+    kubeconfig: Annotated[str, AfterValidator(_kubeconfig)] | None = Field(default=None, examples=["~/.kube/config"])
+    context: Text | None = Field(default=None, examples=["gpu-cluster"])
 
     @property
     def kubeconfig_path(self) -> str | None:
         """The kubeconfig as the provider and the client take it: a path with `~` expanded (neither
         expands it), or the file's contents."""
-        return os.path.expanduser(self.kubeconfig) if self.kubeconfig else None
+        if self.kubeconfig is None or is_kubeconfig_contents(self.kubeconfig):
+            return self.kubeconfig
+        return os.path.expanduser(self.kubeconfig)
 
-
-PUBLIC_KAI_CHART = ChartSource(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", version="v0.17.0")
+    @property
+    def kubeconfig_is_contents(self) -> bool:
+        """The kubeconfig itself, with its credentials, rather than a path to it."""
+        return self.kubeconfig is not None and is_kubeconfig_contents(self.kubeconfig)
 
 
 class GpuProfile(Model):
@@ -190,22 +292,41 @@ GPU_PROFILES = {"a100": GpuProfile(count=8, memory_mib=40960, product="NVIDIA-A1
 
 
 class KindClusterConfig(Model):
-    name: str = Field(default="kai-hami-test", examples=["kai-hami-test"])
+    name: KindClusterName = Field(default="kai-hami-test", examples=["kai-hami-test"])
+
+
+NVML_MOCK_CHART = ChartSource(chart="oci://ghcr.io/nvidia/k8s-test-infra/chart/nvml-mock", version="0.3.0")
 
 
 class NvmlMockConfig(Model):
-    namespace: str = "nvml-mock"
-    build_image: bool = True
-    source_repository: str = "https://github.com/NVIDIA/k8s-test-infra.git"
-    source_commit: str = Field(default="3b2b865d91b1844baa9feeca2820d2fab65414c7", pattern=COMMIT_PATTERN.pattern)
-    chart: ChartSource = ChartSource(chart="oci://ghcr.io/nvidia/k8s-test-infra/chart/nvml-mock", version="0.3.0")
-    image_repository: str = "nvml-mock"
-    image_tag: str = "local"
+    namespace: DnsLabel = "nvml-mock"
+    build_image: Switch = True
+    source_repository: GitRepository = "https://github.com/NVIDIA/k8s-test-infra.git"
+    source_commit: Commit = "3b2b865d91b1844baa9feeca2820d2fab65414c7"
+    chart: Annotated[ChartSource, defaults_to(NVML_MOCK_CHART, unless="chart"), in_style_of(NVML_MOCK_CHART)] = (
+        NVML_MOCK_CHART
+    )
+    image_repository: Repository = Field(default="nvml-mock", examples=["nvml-mock"])
+    image_tag: ImageTag = Field(default="local", examples=["local"])
+
+
+ISOLATOR_CHART = ChartSource(chart="oci://docker.io/projecthami/kai-resource-isolator", version="1.1.0-chart")
 
 
 class IsolatorConfig(Model):
-    namespace: str = "kai-resource-isolator"
-    chart: ChartSource = ChartSource(chart="oci://docker.io/projecthami/kai-resource-isolator", version="1.1.0-chart")
+    namespace: DnsLabel = "kai-resource-isolator"
+    chart: Annotated[ChartSource, defaults_to(ISOLATOR_CHART, unless="chart"), in_style_of(ISOLATOR_CHART)] = (
+        ISOLATOR_CHART
+    )
+
+
+def _unique(names: list[str] | None) -> list[str] | None:
+    if names is not None:
+        if not names:
+            raise ValueError("must name at least one node (or be null)")
+        if repeated := sorted({name for name in names if names.count(name) > 1}):
+            raise ValueError(f"names {', '.join(repeated)} more than once")
+    return names
 
 
 class LabConfig(Model):
@@ -213,13 +334,17 @@ class LabConfig(Model):
 
     kind: KindClusterConfig | None = Field(default=KindClusterConfig(), description="null: use `cluster` as it is")
     gpu_profile: Literal["a100"] = Field(default="a100", examples=["a100"])
-    gpu_nodes: list[str] | None = Field(default=None, examples=[["kai-hami-test-control-plane"]])
+    gpu_nodes: Annotated[list[DnsSubdomain] | None, AfterValidator(_unique)] = Field(
+        default=None, examples=[["kai-hami-test-control-plane"]]
+    )
     nvml_mock: NvmlMockConfig = NvmlMockConfig()
-    device_plugin_image: str = "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
+    device_plugin_image: Image = Field(
+        default="nvcr.io/nvidia/k8s-device-plugin:v0.18.2", examples=["nvcr.io/nvidia/k8s-device-plugin:v0.18.2"]
+    )
     isolator: IsolatorConfig = IsolatorConfig()
-    await_workloads: bool = Field(default=True, description="false: do not wait for the whole-GPU pod to run")
+    await_workloads: Switch = Field(default=True, description="false: do not wait for the whole-GPU pod to run")
     # Checks allocatable GPUs, queue accounting, the isolator's injection and the reservation boundary.
-    prove: bool = True
+    prove: Switch = True
 
     @property
     def gpu(self) -> GpuProfile:
@@ -257,29 +382,59 @@ CheckId = Literal[
 ]
 
 
+def _ssh_command(command: list[str]) -> list[str]:
+    if not command:
+        raise ValueError('must name the ssh program, such as ["ssh", "-o", "BatchMode=yes"]')
+    if command[0].startswith("-"):
+        raise ValueError("must start with the ssh program, not an option")
+    return command
+
+
+def _ssh_user(user: str | None) -> str | None:
+    if user is not None and ("@" in user or " " in user):
+        raise ValueError("must be a user name alone, without '@' or spaces")
+    return user
+
+
 class SshAccessConfig(Model):
-    command: list[str] = Field(default=["ssh", "-o", "BatchMode=yes"], examples=[["ssh", "-o", "BatchMode=yes"]])
-    user: str | None = Field(default=None, examples=["ubuntu"])
-    addresses: dict[str, str] = Field(default={}, description="node name → SSH host; default: the node name")
-    timeout_seconds: int = Field(default=60, ge=1)
+    command: Annotated[list[Text], AfterValidator(_ssh_command)] = Field(
+        default=["ssh", "-o", "BatchMode=yes"], examples=[["ssh", "-o", "BatchMode=yes"]]
+    )
+    user: Annotated[Argument | None, AfterValidator(_ssh_user)] = Field(default=None, examples=["ubuntu"])
+    addresses: dict[DnsSubdomain, Argument] = Field(
+        default={}, description="node name → SSH host; default: the node name", examples=[{"gpu-node-0": "10.0.0.5"}]
+    )
+    timeout_seconds: Annotated[Count, Field(ge=1, le=3600)] = Field(default=60, examples=[60])
 
 
 class CheckPodAccessConfig(Model):
     """A short-lived privileged pod per GPU node: it is created during preview too."""
 
-    namespace: str = Field(default="kube-system", examples=["kube-system"])
-    image: str = Field(default="busybox:1.37", examples=["busybox:1.37"])
-    timeout_seconds: int = Field(default=120, ge=10)
+    namespace: DnsLabel = Field(default="kube-system", examples=["kube-system"])
+    image: Image = Field(default="busybox:1.37", examples=["busybox:1.37"])
+    timeout_seconds: Annotated[Count, Field(ge=10, le=3600)] = Field(default=120, examples=[120])
 
 
 class HostAccessConfig(Model):
-    ssh: SshAccessConfig | None = None
-    check_pod: CheckPodAccessConfig | None = None
+    ssh: SshAccessConfig | None = Field(default=None, examples=[{"user": "ubuntu"}])
+    check_pod: CheckPodAccessConfig | None = Field(default=None, examples=[{"namespace": "kube-system"}])
+
+    @model_validator(mode="after")
+    def _one_way(self) -> HostAccessConfig:
+        if (self.ssh is None) == (self.check_pod is None):
+            raise ValueError("must set exactly one of `ssh` and `checkPod` (or set hostAccess to null)")
+        return self
+
+
+def _unique_rows(rows: list[str]) -> list[str]:
+    if len(set(rows)) != len(rows):
+        raise ValueError("names a row more than once")
+    return rows
 
 
 class PreflightConfig(Model):
-    enabled: bool = True
-    warn_only: list[CheckId] = Field(default=[], examples=[["fabricmanager"]])
+    enabled: Switch = True
+    warn_only: Annotated[list[CheckId], AfterValidator(_unique_rows)] = Field(default=[], examples=[["fabricmanager"]])
     host_access: HostAccessConfig | None = Field(
         default=None, description="null: host rows are reported as not checked"
     )

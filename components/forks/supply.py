@@ -29,10 +29,11 @@ def fork_source(config: StackConfig, recipe: ForkRecipe, needs_chart: bool) -> F
         return None
     try:
         return prepare_fork_source(recipe, recipe.pin(config.forks), config.forks.workdir)
-    except SourceError as error:
+    except Exception as error:  # git, the file system or the workdir: all a finding for the user
+        reason = str(error) if isinstance(error, SourceError) else f"{type(error).__name__}: {error}"
         raise pulumi.RunError(
             f"Could not prepare the {recipe.key} fork at kai-gpu-fractions:{recipe.config_key} "
-            f"(repository, pullRequest, commit) under kai-gpu-fractions:forks.workdir: {error}"
+            f"(repository, pullRequest, commit) under kai-gpu-fractions:forks.workdir: {reason}"
         ) from None
 
 

@@ -9,11 +9,7 @@ import pulumi_kubernetes as k8s
 
 from components import helm
 from components.config.model import ChartSource, KaiConfig
-
-QUEUE_GROUP, QUEUE_VERSION, QUEUE_PLURAL = "scheduling.run.ai", "v2", "queues"
-QUEUE_API_VERSION = f"{QUEUE_GROUP}/{QUEUE_VERSION}"
-SHARD_API_VERSION = "kai.scheduler/v1"
-RESERVATION_NAMESPACE = "kai-resource-reservation"
+from components.gpu_cluster.kai_api import QUEUE_API_VERSION, RESERVATION_NAMESPACE, SHARD_API_VERSION
 
 
 def kai_fork_values(

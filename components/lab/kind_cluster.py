@@ -34,6 +34,8 @@ class KindCluster(pulumi.ComponentResource):
             delete=DELETE_SCRIPT,
             environment={"KIND_CLUSTER": config.name},
             triggers=[config.name],
+            # stdout is the kubeconfig, credentials included: it must not reach the update's log.
+            logging=local.Logging.STDERR,
             opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"]),
         )
         self.kubeconfig = pulumi.Output.secret(cluster.stdout)

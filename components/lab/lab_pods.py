@@ -14,6 +14,8 @@ SHARED_POD = "gpu-sharing-with-isolation"
 QUEUE = "default-queue"
 # Pulumi otherwise waits for a pod to be ready; the shared pod never is on fake GPUs.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+# The lab's pods only sleep; pinned, as every image this stack runs is.
+IMAGE = "busybox:1.37"
 
 BOUNDARY_NOT_OBSERVED = (
     "not observed: lab.prove is false, so nothing looked at the shared pod. On fake GPUs KAI accounts it, but "
@@ -35,7 +37,7 @@ def whole_gpu_pod_manifest(await_ready: bool) -> dict[str, Any]:
             "containers": [
                 {
                     "name": "app",
-                    "image": "busybox",
+                    "image": IMAGE,
                     "command": ["sleep", "3600"],
                     "resources": {"limits": {"nvidia.com/gpu": "1"}},
                 }
@@ -63,7 +65,7 @@ def shared_pod_manifest(profile: GpuProfile) -> dict[str, Any]:
             "containers": [
                 {
                     "name": "gpu-workload",
-                    "image": "busybox",
+                    "image": IMAGE,
                     "command": ["sleep", "3600"],
                     "env": [{"name": "CUDA_DISABLE_CONTROL", "value": "true"}],
                     "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},

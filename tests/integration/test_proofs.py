@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.checks.smoke_decisions import DEVICE_QUERY_POD, parse_annotation_grep
+from components.checks.smoke_decisions import parse_annotation_grep
+from components.checks.smoke_proof import DEVICE_QUERY_POD
 from components.gpu_cluster.smoke_pods import SMOKE_POD_NAMES
 from tests.integration.conftest import StandInOperator, leftovers
 from tests.integration.stand_ins import PollingStandIn, cri_log

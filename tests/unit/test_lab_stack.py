@@ -29,6 +29,7 @@ def test_the_lab_creates_its_kind_cluster_and_drives_the_provider_with_its_kubec
     assert kind.inputs["environment"] == {"KIND_CLUSTER": "kai-hami-test"}
     assert "kind create cluster" in kind.inputs["create"] and "kind delete cluster" in kind.inputs["delete"]
     assert "already exists" in kind.inputs["create"], "a pre-existing cluster is refused, never adopted or deleted"
+    assert kind.inputs["logging"] == "stderr", "stdout is the kubeconfig: it must not reach the update's log"
     provider = engine.one("pulumi:providers:kubernetes", "cluster")
     assert engine.waits_for(provider, kind), "the provider must use the kubeconfig of the cluster the stack made"
 

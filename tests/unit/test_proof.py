@@ -28,7 +28,6 @@ from components.checks.lab_proof import AllocatableSpec, LabSpec, prove_lab, wai
 from components.checks.proof import Clock, ProofFailed, ProofResult, default_container, format_proof, raise_on_failure
 from components.checks.proof_resources import LabProof, SmokeProof, SmokeProofProvider, _ProofProvider
 from components.checks.smoke_decisions import (
-    DEVICE_QUERY_POD,
     MpsNamespace,
     binder_annotations,
     decide_binder,
@@ -36,7 +35,6 @@ from components.checks.smoke_decisions import (
     decide_memory_view,
     decide_namespaces,
     decide_sm_share,
-    device_query_pod_manifest,
     expected_memory_cap_mib,
     parse_annotation_grep,
     parse_device_query,
@@ -45,7 +43,7 @@ from components.checks.smoke_decisions import (
     parse_namespace_list,
     sm_count_for_product,
 )
-from components.checks.smoke_proof import SmokeSpec, prove_smoke
+from components.checks.smoke_proof import DEVICE_QUERY_POD, SmokeSpec, device_query_pod_manifest, prove_smoke
 
 PROOF = Path(__file__).resolve().parents[1] / "fixtures" / "proof"
 LAB = PROOF / "lab"
