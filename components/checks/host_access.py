@@ -32,7 +32,8 @@ def ssh_runner(
         address = (addresses or {}).get(node, node)
         target = f"{user}@{address}" if user else address
         done = subprocess.run(
-            [*command, target, "sh", "-s"],
+            # `--`: the target is a host, never an option, whatever the node or address is called.
+            [*command, "--", target, "sh", "-s"],
             input=script,
             capture_output=True,
             text=True,

@@ -77,7 +77,8 @@ def parse_nvswitch_listing(text: str) -> bool | None:
 
 
 def parse_pids(text: str) -> bool | None:
-    """`pgrep -x nv-fabricmanager`: a PID means Fabric Manager runs (on the host or in the driver container)."""
+    """`pgrep -f` for the nv-fabricmanager program: a PID means Fabric Manager runs (on the host or in
+    the driver container); an error message (no pgrep) means the access could not tell."""
     if re.search(r"^\s*\d+\s*$", text, re.M):
         return True
     return False if not text.strip() else None
@@ -87,7 +88,9 @@ def host_check_script(nri_socket_path: str = NRI_SOCKET) -> str:
     """A POSIX shell script for one GPU host (or `chroot /host`) that prints one section per fact.
 
     Over SSH the script arrives on the shell's stdin (`sh -s`), so no command may read stdin:
-    nvidia-cuda-mps-control reads commands from it.
+    nvidia-cuda-mps-control reads commands from it. Fabric Manager is looked for by its command line:
+    `pgrep -x` compares only the first 15 characters of a process name and can never match
+    `nv-fabricmanager`; the pattern is anchored so it does not match the shell running this script.
 
     With a GPU Operator-managed driver, the tools live in the driver container's root, which the
     operator mounts at /run/nvidia/driver on the host.
@@ -105,7 +108,7 @@ in_driver_root nvidia-cuda-mps-control -p 3 namespace --help </dev/null 2>&1
 echo '### fabricmanager'
 systemctl is-active nvidia-fabricmanager </dev/null 2>&1
 echo '### fabricmanager-process'
-pgrep -x nv-fabricmanager </dev/null 2>&1
+pgrep -f '^([^ ]*/)?nv-fabricmanager( |$)' </dev/null 2>&1
 echo '### nri-socket'
 ls -l {nri_socket_path} </dev/null 2>&1
 echo '### nvswitch'

@@ -99,11 +99,12 @@ def _prepare(root: Path, recipe: ForkRecipe, pin: ForkPin, runner: Runner) -> Fo
 def _fetch(root: Path, pin: ForkPin, runner: Runner) -> None:
     # The pinned commit may be on no branch: the pull request's head ref carries it. After a
     # force-push it no longer does, but the host may still serve the commit by its SHA.
-    runner(["git", "fetch", "-q", pin.repository, f"pull/{pin.pull_request}/head"], root)
+    # `--`: whatever the repository says, git reads it as a repository, never as an option.
+    runner(["git", "fetch", "-q", "--", pin.repository, f"pull/{pin.pull_request}/head"], root)
     try:
         runner(["git", "cat-file", "-e", f"{pin.commit}^{{commit}}"], root)
     except SourceError:
-        runner(["git", "fetch", "-q", pin.repository, pin.commit], root)
+        runner(["git", "fetch", "-q", "--", pin.repository, pin.commit], root)
 
 
 def _head(root: Path, runner: Runner) -> str:

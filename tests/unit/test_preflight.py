@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -451,6 +452,31 @@ def test_a_full_host_report_fills_every_host_fact() -> None:
     ), "the HGX fixture is a prepared node"
 
 
+def test_a_real_h200_host_with_driver_580_fails_the_driver_and_mps_rows() -> None:
+    """The report a real H200 host (driver 580, a container without systemd or NRI) gave this script."""
+    host = parse_host_report((HOST / "host-report-h200-driver580.txt").read_text())
+    assert host.error is None, "the script ran to its end"
+    assert host.driver_version == "580.159.04"
+    assert host.mps_namespace_commands == frozenset(), "'Unrecognized option' and the legacy usage: no namespaces"
+    assert host.fabricmanager_active is None, "no systemctl and pgrep's complaint: the access could not tell"
+    assert (host.nri_socket_present, host.nvswitch) == (False, False)
+    rows = {f.check: f for f in evaluate(prepared(prepared_node(host=host)), FORK, DEFAULTS)}
+    assert rows["driver-version"].outcome == "fail" and "580.159.04" in rows["driver-version"].detail
+    assert rows["mps-namespace"].outcome == "fail"
+    assert rows["nri-socket"].outcome == "fail"
+    assert rows["fabricmanager"].outcome == "pass", "no NVSwitch: Fabric Manager is not needed"
+
+
+def test_fabric_manager_is_found_by_its_command_line_not_its_truncated_name() -> None:
+    script = host_check_script()
+    assert "pgrep -x" not in script, "pgrep -x compares 15 characters and can never match nv-fabricmanager"
+    (line,) = [line for line in script.splitlines() if line.startswith("pgrep ")]
+    pattern = line.split("'")[1]
+    assert re.match(pattern, "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg")
+    assert re.match(pattern, "nv-fabricmanager -c fabricmanager.cfg")
+    assert not re.match(pattern, f"sh -c {script}"), "the shell running this very script is not Fabric Manager"
+
+
 def test_a_host_without_tools_reports_unknown_rather_than_passing() -> None:
     host = parse_host_report((HOST / "host-report-no-driver.txt").read_text())
     assert (host.driver_version, host.mps_namespace_commands) == (None, None), "no driver tools: unknown"
@@ -474,8 +500,8 @@ def test_quantities_and_versions() -> None:
 
 def test_the_ssh_runner_feeds_the_check_script_to_a_remote_shell(tmp_path: Path) -> None:
     socket = tmp_path / "nri.sock"
-    # A stand-in for ssh that drops the target and runs the remote command locally.
-    fake_ssh = ["sh", "-c", 'shift; exec "$@"', "ssh"]
+    # A stand-in for ssh that drops `--` and the target and runs the remote command locally.
+    fake_ssh = ["sh", "-c", 'test "$1" = -- && shift 2 && exec "$@"', "ssh"]
     run = ssh_runner(host_check_script(str(socket)), fake_ssh, {"gpu-node-0": "10.0.0.5"}, user="ubuntu")
     output = run("gpu-node-0")
     host = parse_host_report(output, str(socket))
@@ -597,8 +623,8 @@ def test_read_cluster_facts_asks_the_api_and_preflight_names_each_gap(api_server
     path = tmp_path / "kubeconfig"
     path.write_text(kubeconfig_for(api_server))
     for kubeconfig in (str(path), kubeconfig_for(api_server)):
-        cluster = {"kubeconfig": kubeconfig, "context": "fake"}
-        facts = read_cluster_facts(parse_config({"registry": '{"server": "r.example.com/x"}', "cluster": cluster}))
+        raw = {"registry": '{"server": "r.example.com/x"}', "cluster": {"kubeconfig": kubeconfig, "context": "fake"}}
+        facts = read_cluster_facts(parse_config(raw, secret_keys=frozenset({"cluster"})))
         assert [n.name for n in facts.gpu_nodes] == ["gpu-node-0"], "no node labelled: every node is checked"
         assert (facts.runtime_classes, facts.cluster_policy_version) == ({}, None), "no RuntimeClass, no operator"
         assert facts.can_create["priorityclasses"] is False, "SelfSubjectAccessReview answers per resource"
