@@ -38,7 +38,8 @@ def a100_config() -> dict[str, Any]:
     """Pulumi.a100.yaml as shipped, pointed at the local control plane and the stand-in charts."""
     shipped = yaml.safe_load((REPO / "Pulumi.a100.yaml").read_text())["config"]
     config = {key.split(":", 1)[1]: value for key, value in shipped.items()}
-    config["cluster"] = {"kubeconfig": os.environ["KUBECONFIG"]}
+    # The kubeconfig's contents, credentials included, as a secret (see the a100 fixture).
+    config.pop("cluster", None)
     config["registry"] = {**config["registry"], "username": "robot"}
     config["forks"] = {**config["forks"], "images": "prebuilt"}
     config["gpuOperator"] = {**config["gpuOperator"], "chart": {"chart": "charts/gpu-operator"}}
@@ -52,7 +53,7 @@ def a100_config() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def a100(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     workspace = Workspace.create(tmp_path_factory.mktemp("a100"))
-    workspace.new_stack("a100", a100_config(), secrets={"registryPassword": PASSWORD})
+    workspace.new_stack("a100", a100_config(), secrets={"registryPassword": PASSWORD, **inline_kubeconfig()})
     yield workspace
     with StandInOperator():
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack="a100", check=False)
@@ -125,10 +126,25 @@ def test_the_stack_passes_the_policy_pack(a100: Workspace) -> None:
     assert "mandatory" not in result.output, f"this project's stack must pass every policy:\n{result.output}"
 
 
-def test_the_registry_password_is_never_in_plaintext_in_state_or_outputs(a100: Workspace) -> None:
+def inline_kubeconfig() -> dict[str, str]:
+    """The control plane's kubeconfig by its contents, set with `pulumi config set --secret --path`."""
+    return {"cluster.kubeconfig": Path(os.environ["KUBECONFIG"]).read_text()}
+
+
+def client_key() -> str:
+    """The part of the kubeconfig that must never be stored in plaintext."""
+    return str(yaml.safe_load(inline_kubeconfig()["cluster.kubeconfig"])["users"][0]["user"]["client-key-data"])
+
+
+def test_the_registry_password_and_kubeconfig_are_never_in_plaintext_in_state_or_outputs(a100: Workspace) -> None:
+    exported = a100.pulumi("stack", "export", stack="a100").stdout
+    assert "pulumi:providers:kubernetes" in exported, "the stack is deployed, its provider's inputs are in the state"
+    key = client_key()
+    for state_file in a100.state_files():
+        assert key not in state_file.read_text(errors="replace"), f"plaintext kubeconfig credentials in {state_file}"
+    assert key not in exported
     for state_file in a100.state_files():
         assert PASSWORD not in state_file.read_text(errors="replace"), f"plaintext password in {state_file}"
-    exported = a100.pulumi("stack", "export", stack="a100").stdout
     assert PASSWORD not in exported
     assert PASSWORD not in a100.pulumi("stack", "output", "--json", stack="a100").stdout
 

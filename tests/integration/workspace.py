@@ -66,12 +66,24 @@ class Workspace:
         (root / "charts").symlink_to(REPO / "tests" / "fixtures" / "charts")
         return cls(root, state)
 
-    def pulumi(self, *args: str, stack: str | None = None, check: bool = True, timeout: int = 900) -> Result:
+    def pulumi(
+        self,
+        *args: str,
+        stack: str | None = None,
+        check: bool = True,
+        timeout: int = 900,
+        input_text: str | None = None,
+    ) -> Result:
         command = ["pulumi", *args, "--non-interactive", "--cwd", str(self.root)]
         if stack:
             command += ["--stack", stack]
         completed = subprocess.run(
-            command, env=engine_environment(self.state), capture_output=True, text=True, timeout=timeout
+            command,
+            env=engine_environment(self.state),
+            input=input_text,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         result = Result(command, completed.returncode, completed.stdout, completed.stderr)
         if check and completed.returncode != 0:
@@ -97,7 +109,9 @@ class Workspace:
         current["config"] = {f"{PROJECT}:{key}": value for key, value in config.items()}
         stack_file.write_text(yaml.safe_dump(current))
         for key, value in (secrets or {}).items():
-            self.pulumi("config", "set", "--secret", key, value, stack=stack)
+            path = ["--path"] if "." in key else []
+            # The value on stdin: a multi-line kubeconfig does not fit an argument well.
+            self.pulumi("config", "set", "--secret", *path, key, stack=stack, input_text=value)
 
     def outputs(self, stack: str) -> dict[str, Any]:
         return json.loads(self.pulumi("stack", "output", "--json", stack=stack).stdout)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pulumi
 import pytest
 
-from components.config.load import ConfigError, parse_config
+from components.config.load import ConfigError, parse_config, unread_keys
 from components.gpu_cluster.gpu_fractioning import configuration_warnings, memory_quantity
 from components.gpu_cluster.node_agents import RUNTIME_SOCKETS, mpsd_memory_limit_mib
 from tests.unit.harness import ProgramRunner
@@ -28,10 +31,10 @@ def test_every_bad_key_is_named_with_its_reason_and_an_example_in_one_message() 
         }
     )
     assert lines == [
-        "  - kai-gpu-fractions:registry.server: must be a registry host and path without scheme or trailing "
-        'slash; for example: "registry.example.com/team/kai-fork"',
-        "  - kai-gpu-fractions:forks.tag: 'latest' is a chart or Makefile fallback tag, not a build of the "
-        'pinned forks; for example: "smshare-44d1d0a-af0544e"',
+        "  - kai-gpu-fractions:registry.server: must be a registry host (with an optional port) and a lowercase "
+        'repository path, without a scheme, tag or trailing slash; for example: "registry.example.com/team/kai-fork"',
+        "  - kai-gpu-fractions:forks.tag: 'latest' moves with every push; pin a tag that names one build; "
+        'for example: "smshare-44d1d0a-af0544e"',
         "  - kai-gpu-fractions:forks.images: Input should be 'build', 'verify' or 'prebuilt'; for example: \"build\"",
         "  - kai-gpu-fractions:nodes.gpusPerNode: Input should be greater than or equal to 1; for example: 8",
     ]
@@ -45,7 +48,7 @@ def test_fallback_tags_are_refused(tag: str) -> None:
 
 def test_an_empty_tag_is_refused_rather_than_falling_back_to_the_chart_version() -> None:
     (line,) = error_lines({"registry": GOOD_REGISTRY, "forks": '{"tag": ""}'})
-    assert "fallback tag" in line
+    assert line.startswith("  - kai-gpu-fractions:forks.tag: must not be empty"), line
 
 
 def test_a_misspelled_key_is_reported_instead_of_silently_ignored() -> None:
@@ -141,3 +144,151 @@ def test_gpu_operator_v26_7_0_is_allowed_only_with_a_warning_about_the_weaker_me
     (warning,) = configuration_warnings(config.gpu_fractioning)
     assert "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" in warning and "can change" in warning
     assert configuration_warnings(parse_config({"registry": GOOD_REGISTRY}).gpu_fractioning) == []
+
+
+# ---------------------------------------------------------------- one regression case per class of mistake
+
+A100_RAW = {"registry": GOOD_REGISTRY}
+LAB_RAW = {"profile": "lab", "lab": '{"kind": null, "gpuNodes": ["gpu-node-0"]}'}
+KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\n"
+
+
+def with_key(base: dict[str, str], key: str, value: object) -> dict[str, str]:
+    """`base` with `key` (dotted) set to `value`, as the engine hands structured config over."""
+    top, *rest = key.split(".")
+    decoded: dict[str, Any] = {k: json.loads(v) if v.startswith(("{", "[")) else v for k, v in base.items()}
+    if not rest:
+        decoded[top] = value
+    else:
+        node = decoded.setdefault(top, {})
+        for part in rest[:-1]:
+            node = node.setdefault(part, {})
+        node[rest[-1]] = value
+    return {k: json.dumps(v) if isinstance(v, dict | list) else str(v) for k, v in decoded.items()}
+
+
+@pytest.mark.parametrize(
+    ("base", "key", "value", "reason"),
+    [
+        # What used to end in a traceback.
+        (A100_RAW, "nodes.gpuMemoryMib", int("9" * 400), "less than or equal to 1048576"),
+        (A100_RAW, "forks.workdir", "~nosuchuser/forks", "home directory this machine does not have"),
+        (A100_RAW, "forks.workdir", "forks\x00dir", "control characters"),
+        # Kubernetes names.
+        (A100_RAW, "kai.namespace", "", "must not be empty"),
+        (A100_RAW, "kai.namespace", "KAI", "DNS-1123 label"),
+        (A100_RAW, "gpuOperator.namespace", "gpu operator", "DNS-1123 label"),
+        (A100_RAW, "gpuFractioning.namespace", "fräctioning", "DNS-1123 label"),
+        (A100_RAW, "smokeTest.namespace", "n" * 70_000, "DNS-1123 label"),
+        (A100_RAW, "smokeTest.queue", "queue with spaces", "DNS-1123 label"),
+        (A100_RAW, "registry", {"server": "registry.example.com/x", "pullSecretName": "Secret!"}, "DNS-1123 subdomain"),
+        (LAB_RAW, "lab", {"kind": {"name": "Kai_Hami"}}, "DNS-1123 label"),
+        (LAB_RAW, "lab", {"kind": None, "gpuNodes": ["n0", "n0"]}, "names n0 more than once"),
+        (LAB_RAW, "lab", {"kind": None, "gpuNodes": []}, "at least one node"),
+        (A100_RAW, "preflight", {"hostAccess": {"checkPod": {"namespace": "Kube System"}}}, "DNS-1123 label"),
+        # Image references.
+        (A100_RAW, "registry.server", "registry.example.com/Team", "lowercase repository path"),
+        (A100_RAW, "registry.server", "registry.example.com/team:v1", "without a scheme, tag"),
+        (A100_RAW, "registry.server", "//", "registry host"),
+        (A100_RAW, "registry.server", "-registry.example.com/x", "registry host"),
+        (A100_RAW, "registry.server", "registry.example.com/a b", "registry host"),
+        (A100_RAW, "smokeTest.image", "nvidia/cuda@sha256:", "image reference"),
+        (A100_RAW, "smokeTest.image", "nvidia/cuda", "tag or a digest"),
+        (A100_RAW, "smokeTest.image", "nvidia/cuda:latest", "moves with every push"),
+        (LAB_RAW, "lab", {"kind": None, "gpuNodes": ["n0"], "devicePluginImage": "x:y\nz"}, "control characters"),
+        (LAB_RAW, "lab", {"kind": None, "gpuNodes": ["n0"], "nvmlMock": {"imageRepository": ""}}, "not be empty"),
+        (LAB_RAW, "lab", {"kind": None, "gpuNodes": ["n0"], "nvmlMock": {"imageTag": "latest"}}, "moves with"),
+        (A100_RAW, "preflight", {"hostAccess": {"checkPod": {"image": "busybox"}}}, "tag or a digest"),
+        # Chart pins.
+        (A100_RAW, "gpuOperator.chart", {"version": "*"}, "one exact chart version"),
+        (A100_RAW, "gpuOperator.chart", {"version": "latest"}, "one exact chart version"),
+        (A100_RAW, "gpuOperator.chart", {"version": "v26"}, "one exact chart version"),
+        (A100_RAW, "gpuOperator.chart", {"version": " v26.7.1"}, "whitespace"),
+        (A100_RAW, "gpuOperator.chart", {"version": "v26.7.1\n"}, "whitespace"),
+        (A100_RAW, "gpuOperator.chart", {"version": "v２６.7.1"}, "one exact chart version"),
+        (A100_RAW, "gpuOperator.chart", {"version": "26.7.1"}, "with a leading v, such as v26.7.1"),
+        (
+            LAB_RAW,
+            "kai.chart",
+            {"chart": "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", "version": "latest"},
+            "one exact",
+        ),
+        (A100_RAW, "gpuOperator.chart", {"chart": ""}, "must not be empty"),
+        (A100_RAW, "gpuOperator.chart", {"chart": "gpu-operator", "repo": "", "version": "v26.7.1"}, "not be empty"),
+        (A100_RAW, "gpuOperator.chart", {"chart": "gpu-operator", "repo": "ftp://x", "version": "v26.7.1"}, "URL"),
+        # Driver versions.
+        (A100_RAW, "gpuOperator.driver", {"version": "615"}, "NNN.NN or NNN.NN.NN"),
+        (A100_RAW, "gpuOperator.driver", {"version": "615.."}, "NNN.NN or NNN.NN.NN"),
+        (A100_RAW, "gpuOperator.driver", {"version": "615.71.09;reboot"}, "NNN.NN or NNN.NN.NN"),
+        (A100_RAW, "gpuOperator.driver", {"version": "615.71.09\n"}, "whitespace"),
+        (A100_RAW, "gpuOperator.driver", {"version": "６１５.71.09"}, "NNN.NN or NNN.NN.NN"),
+        (A100_RAW, "gpuOperator.driver", {"version": "595.91.07"}, "r615 or newer"),
+        # Strict numbers and switches.
+        (A100_RAW, "nodes.gpusPerNode", True, "not true or false"),
+        (A100_RAW, "nodes.gpusPerNode", "8_0", "plain whole number"),
+        (A100_RAW, "forks", {"kaiScheduler": {"pullRequest": "23_68"}}, "plain whole number"),
+        (A100_RAW, "smokeTest.gpuFraction", 1e-300, "greater than or equal to 0.01"),
+        (A100_RAW, "smokeTest.gpuFraction", float("nan"), "finite number"),
+        (A100_RAW, "smokeTest.gpuFraction", 0.333, "multiple of 0.01"),
+        (A100_RAW, "smokeTest.prove", 1, "true or false"),
+        # Nothing from config becomes an option of git or ssh.
+        (A100_RAW, "forks", {"kaiScheduler": {"repository": "--upload-pack=touch /tmp/pwned"}}, "start with '-'"),
+        (A100_RAW, "preflight", {"hostAccess": {"ssh": {"user": "-oProxyCommand=x"}}}, "start with '-'"),
+        (A100_RAW, "preflight", {"hostAccess": {"ssh": {"addresses": {"n0": "-oProxyCommand=x"}}}}, "start with '-'"),
+        (A100_RAW, "preflight", {"hostAccess": {"ssh": {"command": ["-v"]}}}, "ssh program, not an option"),
+        # Empty or padded is not "default".
+        (A100_RAW, "forks.workdir", "", "must not be empty"),
+        (A100_RAW, "forks.platform", "", "must not be empty"),
+        (A100_RAW, "cluster.context", "", "must not be empty"),
+        (A100_RAW, "preflight", {"hostAccess": {}}, "exactly one of `ssh` and `checkPod`"),
+        (A100_RAW, "preflight", {"hostAccess": {"ssh": {"command": []}}}, "must name the ssh program"),
+    ],
+)
+def test_each_class_of_mistake_is_refused_naming_its_key(
+    base: dict[str, str], key: str, value: object, reason: str
+) -> None:
+    message = "\n".join(error_lines(with_key(base, key, value), frozenset({"cluster"})))
+    assert f"kai-gpu-fractions:{key.split('.')[0]}" in message and reason in message, message
+
+
+def test_a_partial_chart_key_keeps_its_default_chart_and_gets_its_own_charts_example() -> None:
+    config = parse_config(
+        {**LAB_RAW, "lab": '{"kind": null, "gpuNodes": ["n0"], "isolator": {"chart": {"version": "1.2.0-chart"}}}'}
+    )
+    assert config.lab.isolator.chart.chart == "oci://docker.io/projecthami/kai-resource-isolator"
+    assert config.lab.isolator.chart.version == "1.2.0-chart"
+    (line,) = error_lines(
+        with_key(LAB_RAW, "lab", {"kind": None, "gpuNodes": ["n0"], "isolator": {"chart": {"version": "x"}}})
+    )
+    assert line.endswith('for example: "1.1.0-chart"'), "the isolator's own chart, not the GPU Operator's"
+
+
+def test_a_partial_fork_pin_keeps_the_rest_of_its_default() -> None:
+    config = parse_config(
+        with_key(A100_RAW, "forks", {"kaiScheduler": {"repository": "https://mirror.example.com/kai.git"}})
+    )
+    assert config.forks.kai_scheduler.commit == "44d1d0a966465c69b1fd0d24b40b9a1ebb73699e", (
+        "a mirror of the same commit"
+    )
+
+
+def test_an_inline_kubeconfig_must_be_stored_encrypted() -> None:
+    raw = with_key(A100_RAW, "cluster", {"kubeconfig": KUBECONFIG})
+    (line,) = error_lines(raw)
+    assert line.startswith("  - kai-gpu-fractions:cluster.kubeconfig: holds a kubeconfig's contents"), line
+    assert parse_config(raw, frozenset({"cluster"})).cluster.kubeconfig_is_contents
+
+
+def test_a_blank_registry_password_is_refused() -> None:
+    raw = {"registry": '{"server": "r.example.com/x", "username": "robot"}', "registryPassword": " "}
+    assert error_lines(raw, frozenset({"registryPassword"})) == [
+        "  - kai-gpu-fractions:registryPassword: must not be empty"
+    ]
+
+
+def test_keys_the_profile_does_not_read_are_named_in_warnings() -> None:
+    raw = {**LAB_RAW, "gpuOperator": '{"enabled": false}', "nodes": '{"gpusPerNode": 4}'}
+    assert unread_keys(raw, parse_config(raw)) == [
+        "kai-gpu-fractions:gpuOperator is set, but the lab profile does not read it",
+        "kai-gpu-fractions:nodes is set, but the lab profile does not read it",
+    ]
