@@ -7,7 +7,7 @@
 # Usage: scripts/deploy-local.sh [up | preview | destroy | outputs] [pulumi arguments...]
 #   up       (default) `pulumi up --refresh`: reads the cluster first, so whatever was changed or
 #            removed there by hand (a Helm release, an object) is put back
-#   preview  `pulumi preview --refresh --diff`, e.g. with --expect-no-changes
+#   preview  `pulumi preview --refresh`, e.g. with --expect-no-changes or --diff
 #   destroy  `pulumi destroy --refresh`, then checks that no object of the stack is left in the cluster
 #   outputs  `pulumi stack output`
 # `scripts/control-plane.sh down` stops the local control plane.
@@ -71,7 +71,7 @@ up)
 	pulumi up --yes --refresh --stack dev "$@"
 	pulumi stack output --stack dev
 	;;
-preview) pulumi preview --refresh --diff --stack dev "$@" ;;
+preview) pulumi preview --refresh --stack dev "$@" ;;
 outputs) pulumi stack output --stack dev "$@" ;;
 destroy)
 	pulumi stack export --stack dev --file "$local_state/before-destroy.json"
