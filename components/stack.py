@@ -1,7 +1,9 @@
 """The two stack profiles as graphs of components.
 
-fork: images → GPU Operator → KAI (NvFractions) → gpu-fractioning → smoke pods.
-lab:  kind → nvml-mock + device plugin → GPU labels → KAI (HAMi-core) → queues, isolator → lab pods.
+fork: images → GPU Operator ▸ KAI (NvFractions) ▸ gpu-fractioning ▸ smoke pods → proof.
+lab:  kind → nvml-mock + device plugin ▸ GPU labels → KAI (HAMi-core) ▸ queues, isolator → lab pods.
+
+Each ▸ is a gate: the next step starts only when what the guide verifies after the last one holds.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import pulumi_kubernetes as k8s
 from components import helm
 from components.checks.lab_proof import AllocatableSpec, LabSpec
 from components.checks.preflight import run_preflight
-from components.checks.proof_resources import GpusAllocatable, LabProof, SmokeProof
+from components.checks.proof_resources import GpusAllocatable, LabProof, SmokeProof, StepGate
 from components.checks.smoke_proof import SmokeSpec
+from components.checks.step_gates import Step, gate_specs
 from components.config.model import StackConfig
 from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
 from components.forks.registry import RegistryCredentials
@@ -47,6 +50,25 @@ def cluster_provider(config: StackConfig, kubeconfig: pulumi.Input[str] | None =
     return k8s.Provider("cluster", kubeconfig=kubeconfig or cluster.kubeconfig_path, context=cluster.context)
 
 
+def gate(
+    config: StackConfig,
+    step: Step,
+    release: k8s.helm.v3.Release | None,
+    after_step: pulumi.Resource | None,
+    kubeconfig: pulumi.Input[str] | None = None,
+) -> StepGate:
+    """The guide's verification after `step`, run once the step is installed and again whenever its
+    release gets a new revision."""
+    return StepGate(
+        f"{step}-ready",
+        gate_specs(config)[step],
+        kubeconfig=kubeconfig or config.cluster.kubeconfig_path,
+        context=config.cluster.context,
+        triggers=release.status.revision if release is not None else None,
+        opts=pulumi.ResourceOptions(depends_on=[after_step] if after_step is not None else []),
+    )
+
+
 def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
     """Checks the cluster's prerequisites, then registers every resource of the configured profile
     and returns the stack outputs."""
@@ -70,6 +92,8 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
     operator = (
         GpuOperator("gpu-operator", config.gpu_operator, opts=in_cluster) if config.gpu_operator.enabled else None
     )
+    # Also when the cluster's GPU Operator is managed elsewhere: KAI needs what it sets up.
+    operator_ready = gate(config, "gpu-operator", operator.release if operator else None, operator)
     kai = KaiScheduler(
         "kai-scheduler",
         config.kai,
@@ -82,8 +106,9 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         # KAI reads what the GPU Operator sets up (RuntimeClass, GPU labels) from the cluster, not from
         # outputs. The tag is known up front (so previews and policies see it), so the wait for the
         # pushed and verified images is an explicit edge too.
-        opts=after(in_cluster, operator, kai_fork.images),
+        opts=after(in_cluster, operator_ready, kai_fork.images),
     )
+    kai_ready = gate(config, "kai-scheduler", kai.release, kai)
     fractioning = GpuFractioning(
         "gpu-fractioning",
         config.gpu_fractioning,
@@ -99,8 +124,9 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         context=config.cluster.context,
         pull_secret=pull_secret,
         # The node agents serve KAI's annotations, and KAI's operator waits for their config.
-        opts=after(in_cluster, kai, fractioning_fork.images),
+        opts=after(in_cluster, kai_ready, fractioning_fork.images),
     )
+    fractioning_ready = gate(config, "gpu-fractioning", fractioning.release, fractioning)
     outputs: dict[str, Any] = {
         "imageTag": config.forks.image_tag,
         "imageDigests": pulumi.Output.all(
@@ -115,8 +141,8 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         ),
     }
     if config.smoke_test.enabled:
-        # Fractional pods need the node agents running; nothing in the release's outputs says so.
-        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, fractioning))
+        # Fractional pods need the node agents running and ready on every GPU node.
+        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, fractioning_ready))
         outputs["smokePods"] = smoke.names
         if config.smoke_test.prove:
             outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, smoke, kai, fractioning)
@@ -178,9 +204,10 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
         opts=after(in_cluster, labels),
     )
     # Queues are validated by KAI's admission webhook, which must be serving first.
-    queues = LabQueues("queues", opts=after(in_cluster, kai))
+    kai_ready = gate(config, "kai-scheduler", kai.release, kai, cluster_kubeconfig)
+    queues = LabQueues("queues", opts=after(in_cluster, kai_ready))
     # The isolator's webhook acts on pods KAI admits; it is installed after KAI as in the lab.
-    isolator = Isolator("isolator", lab.isolator, opts=after(in_cluster, kai))
+    isolator = Isolator("isolator", lab.isolator, opts=after(in_cluster, kai_ready))
     # Pods need their queue and the RuntimeClass shim to exist.
     pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator))
     proof: dict[str, Any] = {"sharedPodBoundary": BOUNDARY_NOT_OBSERVED}

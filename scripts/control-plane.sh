@@ -2,7 +2,9 @@
 # Local Kubernetes control plane, all on 127.0.0.1: etcd, kube-apiserver,
 # kube-controller-manager and kube-scheduler built from their Go modules, and
 # kwok turning the Node objects in tests/fixtures/nodes/ into fake GPU nodes
-# whose pods go Running. kwok also serves the kubelet API: `exec` into a fake
+# whose pods go Running, and the stand-in operators of tests/operators doing at
+# run time what the GPU Operator, KAI's and gpu-fractioning's operators, nvml-mock,
+# GFD and the device plugins would. kwok also serves the kubelet API: `exec` into a fake
 # pod runs the command on this machine (with the stand-in GPU tools of
 # tests/fixtures/node-tools first on PATH), and pod logs come from files; tests
 # say which per pod with kwok's Exec/ClusterExec/Logs/ClusterLogs objects.
@@ -54,7 +56,8 @@ ETCD_PORT=${PORTS[0]}
 APISERVER_PORT=${PORTS[1]}
 KWOK_PORT=${PORTS[2]}
 SERVICE_CIDR=10.96.0.0/16
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kgf-stand-in-operators)
+OPERATORS=$REPO/tests/operators
 
 log() { say "$*"; }
 die() { log "error: $*"; exit 1; }
@@ -175,12 +178,18 @@ cmd_build() (
 
 # pid_of NAME: print the pid of our running NAME, or fail. The pid file alone is
 # not enough: after a reboot or a crash the pid may belong to something else.
+# The stand-in operators are a Python module, known by their command line.
 pid_of() {
-  local pidfile=$STATE/run/$1.pid pid argv0
+  local pidfile=$STATE/run/$1.pid pid cmdline argv0
   [[ -f $pidfile ]] || return 1
   pid=$(<"$pidfile")
-  argv0=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | head -n1) || return 1
-  [[ ${argv0##*/} == "$1" ]] || return 1
+  cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
+  argv0=${cmdline%% *}
+  if [[ $1 == kgf-stand-in-operators ]]; then
+    [[ $cmdline == *" -m tests.operators "* ]] || return 1
+  else
+    [[ ${argv0##*/} == "$1" ]] || return 1
+  fi
   echo "$pid"
 }
 
@@ -295,8 +304,18 @@ all_running() {
   for name in "${COMPONENTS[@]}"; do pid_of "$name" >/dev/null || return 1; done
 }
 
-# What the running processes were started from: this script and the kwok stages it loads.
-fingerprint() { cat "${BASH_SOURCE[0]}" "$KWOK_FIXTURES/stages.yaml" | sha256sum | cut -d' ' -f1; }
+# What the running processes were started from: this script, the kwok stages, the stand-in operators.
+fingerprint() { cat "${BASH_SOURCE[0]}" "$KWOK_FIXTURES/stages.yaml" "$OPERATORS"/*.py | sha256sum | cut -d' ' -f1; }
+
+# The stand-in operators run in the engine's Python environment, which has the kubernetes client.
+start_stand_in_operators() {
+  pid_of kgf-stand-in-operators >/dev/null && return
+  ensure_engine_venv
+  PYTHONPATH=$REPO setsid "$KGF_STATE_DIR/engine-venv/bin/python" -m tests.operators \
+    --kubeconfig="$KUBECONFIG_FILE" --workdir="$STATE/stand-in-operators" \
+    >>"$STATE/logs/kgf-stand-in-operators.log" 2>&1 </dev/null &
+  echo $! >"$STATE/run/kgf-stand-in-operators.pid"
+}
 
 cmd_up() {
   if all_running; then
@@ -304,12 +323,20 @@ cmd_up() {
       log "already up; KUBECONFIG=$KUBECONFIG_FILE"
       return
     fi
-    log "restarting: this script or the kwok stages changed since the control plane started"
+    log "restarting: this script, the kwok stages or the stand-in operators changed since the control plane started"
     cmd_down
   fi
   cmd_build
-  local start=$SECONDS pki=$STATE/pki
+  local start=$SECONDS pki=$STATE/pki name
   mkdir -p "$STATE"/{run,logs,kwok,etcd}
+  # A component that died while nobody watched (a reboot, the OOM killer) is
+  # started again below, not reported as having just exited.
+  for name in "${COMPONENTS[@]}"; do
+    if [[ -f $STATE/run/$name.pid ]] && ! pid_of "$name" >/dev/null; then
+      log "$name is not running (last log: $STATE/logs/$name.log); starting it again"
+      rm -f "$STATE/run/$name.pid"
+    fi
+  done
   chmod 700 "$STATE/etcd" # etcd warns about anything wider
   make_pki
   write_kubeconfig
@@ -368,6 +395,7 @@ YAML
 
   quiet kubectl apply -f "$NODES_DIR"
   wait_for "the fake nodes to be Ready" 60 kubectl wait --for=condition=Ready --timeout=1s -f "$NODES_DIR"
+  start_stand_in_operators
   fingerprint >"$STATE/run/fingerprint"
   log "up in $((SECONDS - start))s; KUBECONFIG=$KUBECONFIG_FILE"
 }

@@ -64,6 +64,17 @@ YAML
 export PULUMI_BACKEND_URL=file://$local_state/backend
 export PULUMI_CONFIG_PASSPHRASE=${PULUMI_CONFIG_PASSPHRASE:-local-dev-stack}
 export PATH=$venv/bin:$PATH
+# A run that was killed (a reboot, a second Ctrl-C) leaves its lock behind, and every later run
+# would stop at it; a lock whose process no longer runs on this host is released.
+for lock in "$local_state"/backend/.pulumi/locks/*/*/dev/*.json; do
+	[[ -f $lock ]] || continue
+	pid=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$lock")
+	host=$(sed -n 's/.*"hostname": *"\([^"]*\)".*/\1/p' "$lock")
+	if [[ $host == "$(hostname)" ]] && ! kill -0 "$pid" 2>/dev/null; then
+		say "releasing the lock of an earlier run that is no longer running (pid $pid)"
+		rm -f "$lock"
+	fi
+done
 cd "$project"
 pulumi stack select dev 2>/dev/null || pulumi stack init dev >/dev/null
 case $action in

@@ -88,6 +88,15 @@ class KubeClient:
         answer = raw_json(api.create_self_subject_access_review(review, _preload_content=False))
         return bool((answer.get("status") or {}).get("allowed"))
 
+    def list_deployments(self, namespace: str) -> list[Json]:
+        apps = self._api.AppsV1Api(self.client)
+        return list(raw_json(apps.list_namespaced_deployment(namespace, _preload_content=False))["items"])
+
+    def list_daemonsets(self, namespace: str, label_selector: str = "") -> list[Json]:
+        apps = self._api.AppsV1Api(self.client)
+        listing = apps.list_namespaced_daemon_set(namespace, label_selector=label_selector, _preload_content=False)
+        return list(raw_json(listing)["items"])
+
     # ---------------------------------------------------------------- pods
 
     def read_pod(self, namespace: str, name: str) -> Json | None:

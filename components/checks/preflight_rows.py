@@ -187,7 +187,9 @@ def _allocatable_gpus(node: NodeFacts, expectations: Expectations) -> Finding:
     if raw is not None and raw.strip().isdigit() and int(raw) == expected:
         return Finding(check, _node(node), "pass", f"allocatable {GPU_RESOURCE}: {raw}")
     detail = f"allocatable {GPU_RESOURCE} is {raw or 'absent'}, expected {expected} whole GPUs"
-    if raw is None and expectations.stack_labels_gpu_nodes:
+    # None before the stack's device plugin first ran, 0 while it is not running (the kubelet keeps
+    # the capacity): either way the stack's own wait for the GPUs checks it once the plugin runs.
+    if (raw is None or raw.strip() == "0") and expectations.stack_labels_gpu_nodes:
         return Finding(check, _node(node), "not-checked", f"{detail}: the device plugin this stack installs adds it")
     return Finding(check, _node(node), "fail", detail, FIXES[check])
 

@@ -23,10 +23,10 @@ class ProofResult:
         return asdict(self)
 
 
-def format_proof(results: Iterable[ProofResult]) -> str:
+def format_proof(results: Iterable[ProofResult], title: str = "Proof") -> str:
     results = list(results)
     passed = sum(r.passed for r in results)
-    lines = [f"Proof: {passed} of {len(results)} checks passed"]
+    lines = [f"{title}: {passed} of {len(results)} checks passed"]
     lines += [f"  {'PASS' if r.passed else 'FAIL'} {r.check}: {r.detail}" for r in results]
     return "\n".join(lines)
 

@@ -1,5 +1,5 @@
-"""SmokeProof, LabProof and GpusAllocatable: dynamic resources that run a proof (or a wait) during
-`up` and fail the update naming each check that does not hold.
+"""SmokeProof, LabProof, GpusAllocatable and StepGate: dynamic resources that run a proof (or a
+wait) during `up` and fail the update naming each check that does not hold.
 
 Each takes one spec object, whose fields are its inputs besides cluster access; the results and a
 report are its outputs. They do nothing during preview. The providers are pickled into the state by
@@ -27,6 +27,7 @@ from components.checks.kube import KubeClient
 from components.checks.lab_proof import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
 from components.checks.proof import ProofResult, format_proof, raise_on_failure
 from components.checks.smoke_proof import DEVICE_QUERY_POD, SmokeSpec, prove_smoke
+from components.checks.step_gates import GateSpec, wait_for_gate
 
 report_failures_without_traceback()
 
@@ -36,6 +37,7 @@ _UNPROVED_KEYS = ACCESS_KEYS | {"results", "report"}
 
 class _ProofProvider(ResourceProvider):
     kind: ClassVar[str] = "proof"
+    report_title: ClassVar[str] = "Proof"
 
     def prove(self, cluster: KubeClient, props: Mapping[str, Any]) -> list[ProofResult]:
         raise NotImplementedError
@@ -43,7 +45,7 @@ class _ProofProvider(ResourceProvider):
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
         results = self.prove(KubeClient.connect(props.get("kubeconfig"), props.get("context")), props)
         raise_on_failure(self.kind, results)
-        return {**props, "results": [r.to_dict() for r in results], "report": format_proof(results)}
+        return {**props, "results": [r.to_dict() for r in results], "report": format_proof(results, self.report_title)}
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         return CreateResult(id_=uuid.uuid4().hex, outs=self._run(props))
@@ -85,6 +87,14 @@ class GpusAllocatableProvider(_ProofProvider):
         return wait_for_allocatable(cluster, spec_from_props(AllocatableSpec, props))
 
 
+class StepGateProvider(_ProofProvider):
+    kind = "StepGate"
+    report_title = "Checks"
+
+    def prove(self, cluster: KubeClient, props: Mapping[str, Any]) -> list[ProofResult]:
+        return wait_for_gate(cluster, spec_from_props(GateSpec, props))
+
+
 class _ProofResource(Resource):
     results: pulumi.Output[list[dict[str, Any]]]
     report: pulumi.Output[str]
@@ -93,7 +103,7 @@ class _ProofResource(Resource):
         self,
         provider: _ProofProvider,
         name: str,
-        spec: SmokeSpec | LabSpec | AllocatableSpec,
+        spec: SmokeSpec | LabSpec | AllocatableSpec | GateSpec,
         kubeconfig: pulumi.Input[str] | None,
         context: str | None,
         opts: pulumi.ResourceOptions | None,
@@ -153,3 +163,22 @@ class GpusAllocatable(_ProofResource, module="kai-gpu-fractions", name="GpusAllo
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(GpusAllocatableProvider(), name, spec, kubeconfig, context, opts)
+
+
+class StepGate(_ProofResource, module="kai-gpu-fractions", name="StepGate"):
+    """Waits, during `up`, until what the guide verifies after a step holds (components/checks/
+    step_gates.py); fails the update, naming what is missing, when it does not in time. Resources
+    of the next step depend on it. A change of `triggers` (the release's revision) waits again.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        spec: GateSpec,
+        *,
+        kubeconfig: pulumi.Input[str] | None,
+        context: str | None,
+        triggers: pulumi.Input[Any] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(StepGateProvider(), name, spec, kubeconfig, context, opts, triggers=triggers)

@@ -31,7 +31,7 @@ from components.checks.smoke_decisions import (
     sm_count_for_product,
 )
 from components.config.model import SmokeTestConfig
-from components.gpu_cluster.node_agents import MPSD_SELECTOR
+from components.gpu_cluster.fractioning_api import MPSD_SELECTOR
 from components.gpu_cluster.smoke_pods import CONTAINER, smoke_pod_manifest
 
 DEVICE_QUERY_POD = "fraction-devicequery"

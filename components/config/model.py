@@ -176,6 +176,10 @@ class DriverConfig(Model):
 GPU_OPERATOR_CHART = ChartSource(chart="gpu-operator", version="v26.7.1", repo="https://helm.ngc.nvidia.com/nvidia")
 
 
+# How long `up` waits, after a release is installed, for what the guide verifies before the next step.
+ReadyTimeout = Annotated[Count, Field(ge=10, le=4 * 3600)]
+
+
 class GpuOperatorConfig(Model):
     enabled: Switch = True
     namespace: DnsLabel = "gpu-operator"
@@ -183,6 +187,9 @@ class GpuOperatorConfig(Model):
         GPU_OPERATOR_CHART
     )
     driver: DriverConfig = DriverConfig()
+    # How long `up` waits for the guide's checks after the install: the driver container alone may
+    # take 20 minutes to build and load its modules (its startup probe allows 21).
+    ready_timeout_seconds: ReadyTimeout = Field(default=1800, examples=[1800])
 
 
 PUBLIC_KAI_CHART = ChartSource(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", version="v0.17.0")
@@ -199,6 +206,8 @@ class KaiConfig(Model):
     # the release itself, so it cannot be lost when a hook does not fire.
     render_config_inline: Switch = True
     binder_runtime_class: DnsSubdomain = Field(default="nvidia", examples=["nvidia"])
+    # The guide waits 300 s for the Deployments; the operator creates most of them after the chart's.
+    ready_timeout_seconds: ReadyTimeout = Field(default=600, examples=[600])
 
 
 NodeRuntime = Literal["containerd", "microk8s", "k3s", "rke2"]
@@ -213,6 +222,8 @@ class GpuFractioningConfig(Model):
     )
     minimum_gpu_operator_version: Literal["v26.7.1", "v26.7.0"] = Field(default="v26.7.1", examples=["v26.7.1"])
     node_runtime: NodeRuntime = Field(default="containerd", examples=["containerd", "microk8s", "k3s"])
+    # The guide waits 300 s for the operator and 300 s for the DaemonSets it creates.
+    ready_timeout_seconds: ReadyTimeout = Field(default=900, examples=[900])
 
 
 class NodesConfig(Model):

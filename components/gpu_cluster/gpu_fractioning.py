@@ -11,13 +11,11 @@ from components import helm
 from components.checks.teardown import PodsGoneBeforeUninstall
 from components.config.model import GpuFractioningConfig
 from components.forks.recipes import GPU_FRACTIONING
-from components.gpu_cluster.node_agents import MPSD_SELECTOR, RUNTIME_SOCKETS, mpsd_memory_limit_mib
+from components.gpu_cluster.fractioning_api import CONFIG_API_VERSION, CONFIG_KIND, MPSD_SELECTOR, OPERATOR_DEPLOYMENT
+from components.gpu_cluster.node_agents import RUNTIME_SOCKETS, mpsd_memory_limit_mib
 
 # The guide waits this long for the mpsd pods to terminate; they take about a minute.
 MPSD_STOP_TIMEOUT_SECONDS = 180
-
-CONFIG_API_VERSION = "gpu-fractioning.kai.scheduler/v1alpha1"
-CONFIG_KIND = "GpuFractioningConfig"
 
 
 def memory_quantity(mib: int) -> str:
@@ -106,7 +104,7 @@ class GpuFractioning(pulumi.ComponentResource):
             label_selector=MPSD_SELECTOR,
             timeout_seconds=MPSD_STOP_TIMEOUT_SECONDS,
             fix=f"The operator stops them once the default {CONFIG_KIND} is deleted: check "
-            f"`kubectl -n {config.namespace} logs deploy/gpu-fractioning-operator`, or delete the pods.",
+            f"`kubectl -n {config.namespace} logs deploy/{OPERATOR_DEPLOYMENT}`, or delete the pods.",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )
         self.default_config = helm.adopt(

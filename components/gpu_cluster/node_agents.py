@@ -1,11 +1,9 @@
-"""Facts about the gpu-fractioning node agents that both their install and the checks use: how mpsd
-is found, how much host memory it needs, and where each node runtime keeps its sockets."""
+"""Facts about the gpu-fractioning node agents that both their install and the checks use: how much
+host memory mpsd needs, and where each node runtime keeps its sockets."""
 
 from __future__ import annotations
 
 from components.config.model import NodeRuntime
-
-MPSD_SELECTOR = "app.kubernetes.io/component=mpsd"
 
 # mpsd holds one CUDA server context per GPU, about 50 MiB of host memory each; the fork's default
 # pod limit, 1Gi, covers 16 GPUs.

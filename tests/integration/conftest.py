@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
-from components.gpu_cluster.node_agents import MPSD_SELECTOR
-from tests.integration.stand_ins import PollingStandIn
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, require_env
+from tests.operators.gpu_fractioning import RECORD
+from tests.operators.knobs import CONFIGMAP, NAMESPACE
+from tests.operators.node_daemons import gfd_labels
 
-FINALIZER = "gpu-fractioning.nvidia.com/cleanup-node-conditions"
-CLEAR = '{"metadata":{"finalizers":null}}'
-AGENTS = "gpu-fractioning"
+NODE = "gpu-node-0"
+GPU = "nvidia.com/gpu"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -26,7 +29,7 @@ def engine_ready() -> None:
     for tool in ("pulumi", "kubectl"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} is not on PATH: run the integration tier through scripts/test.sh")
-    kubectl("get", "node", "gpu-node-0")
+    kubectl("get", "node", NODE)
 
 
 @pytest.fixture
@@ -34,89 +37,83 @@ def workspace(tmp_path: Path) -> Workspace:
     return Workspace.create(tmp_path)
 
 
-class StandInOperator(PollingStandIn):
-    """Test double for the gpu-fractioning operator's part in the uninstall.
-
-    While its Deployment exists and the `default` GpuFractioningConfig is live, it runs one mpsd
-    pod (with a finalizer, so it terminates slowly, as mpsd takes about a minute). When the config
-    is deleted it stops the mpsd pods and clears the config's finalizer; the real operator can do
-    either only while it is installed, so a destroy in the wrong order leaves the config stuck. When
-    it finally lets an mpsd pod go it records whether the operator Deployment still existed, so a
-    test can tell that the chart waited for the daemons.
-    """
-
-    MPSD_POD = "gpu-fractioning-mpsd-stand-in"
-    MPSD_FINALIZER = "kai-gpu-fractions.test/mps-shutdown"
-    MPSD_STOP_SECONDS = 8.0
-    interval = 0.5
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.cleared: list[str] = []
-        self.mpsd_started = False
-        # One entry per mpsd pod let go: whether the operator Deployment still existed then.
-        self.mpsd_stopped_with_operator: list[bool] = []
-        self._stopping_since: float | None = None
-
-    def __exit__(self, *_: object) -> None:
-        super().__exit__()
-        # Never leave the test finalizer behind: it would hold the namespace in Terminating.
-        kubectl("-n", AGENTS, "patch", "pod", self.MPSD_POD, "--type=merge", "-p", CLEAR, check=False)
-
-    @staticmethod
-    def _operator_runs() -> bool:
-        return kubectl("-n", AGENTS, "get", "deploy", "gpu-fractioning-operator", check=False).returncode == 0
-
-    def step(self) -> None:
-        self._finish_stopping_mpsd()
-        configs = kubectl("get", "gpufractioningconfigs", "-o", "json", check=False)
-        if not self._operator_runs() or configs.returncode != 0:
-            return
-        for item in json.loads(configs.stdout)["items"]:
-            metadata = item["metadata"]
-            if not metadata.get("deletionTimestamp"):
-                self._run_mpsd()
-            elif FINALIZER in metadata.get("finalizers", []):
-                kubectl("-n", AGENTS, "delete", "pod", "-l", MPSD_SELECTOR, "--wait=false", check=False)
-                kubectl("patch", "gpufractioningconfig", metadata["name"], "--type=merge", "-p", CLEAR, check=False)
-                self.cleared.append(metadata["name"])
-
-    def _run_mpsd(self) -> None:
-        if self.mpsd_started or kubectl("get", "namespace", AGENTS, check=False).returncode != 0:
-            return
-        label, value = MPSD_SELECTOR.split("=")
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": self.MPSD_POD,
-                "namespace": AGENTS,
-                "labels": {label: value},
-                "finalizers": [self.MPSD_FINALIZER],
-            },
-            "spec": {"nodeName": "gpu-node-0", "containers": [{"name": "mpsd", "image": "stand-in"}]},
-        }
-        self.mpsd_started = kubectl("apply", "-f", "-", input_text=json.dumps(pod), check=False).returncode == 0
-
-    def _finish_stopping_mpsd(self) -> None:
-        found = kubectl("-n", AGENTS, "get", "pod", self.MPSD_POD, "-o", "json", check=False)
-        if found.returncode != 0 or not json.loads(found.stdout)["metadata"].get("deletionTimestamp"):
-            return
-        self._stopping_since = self._stopping_since or time.monotonic()
-        if time.monotonic() - self._stopping_since >= self.MPSD_STOP_SECONDS:
-            operator_runs = self._operator_runs()
-            if (
-                kubectl(
-                    "-n", AGENTS, "patch", "pod", self.MPSD_POD, "--type=merge", "-p", CLEAR, check=False
-                ).returncode
-                == 0
-            ):
-                self.mpsd_stopped_with_operator.append(operator_runs)
-                self._stopping_since = None
+@pytest.fixture(scope="module", autouse=True)
+def fresh_gpu_node() -> None:
+    """Each test module starts with the GPU node as a new machine has it, before any GPU software:
+    what earlier modules' stand-in operators wrote to it (as real ones would, and leave) is gone."""
+    reset_gpu_node()
+    kubectl("-n", NAMESPACE, "delete", "configmap", CONFIGMAP, RECORD, "--ignore-not-found")
 
 
-def leftovers() -> dict[str, list[str]]:
-    """Objects of this project's kinds and namespaces still in the API server."""
+def reset_gpu_node() -> None:
+    node = kubectl_json("get", "node", NODE)
+    added = [
+        key
+        for key in node["metadata"].get("labels", {})
+        if key.startswith(("nvidia.com/", "gpu-fractioning.kai.scheduler/"))
+    ]
+    marks = [key for key in node["metadata"].get("annotations", {}) if key.startswith("stand-in.kai-gpu-fractions/")]
+    if added:
+        kubectl("label", "node", NODE, *(f"{key}-" for key in added))
+    if marks:
+        kubectl("annotate", "node", NODE, *(f"{key}-" for key in marks))
+    status = node.get("status") or {}
+    removals = [
+        {"op": "remove", "path": f"/status/{field}/nvidia.com~1gpu"}
+        for field in ("capacity", "allocatable")
+        if GPU in (status.get(field) or {})
+    ]
+    removals += [
+        {"op": "remove", "path": f"/status/conditions/{index}"}
+        for index, condition in reversed(list(enumerate(status.get("conditions") or [])))
+        if condition["type"].startswith("gpu-fractioning.")
+    ]
+    if removals:
+        kubectl("patch", "node", NODE, "--subresource=status", "--type=json", "-p", json.dumps(removals))
+
+
+def label_as_the_gpu_operator_would() -> None:
+    """The GPU node as a GPU Operator that someone else installed leaves it: GFD's labels and the
+    device plugin's GPUs, for a cluster where this stack does not install the operator."""
+    node = kubectl_json("get", "node", NODE)
+    labels = {"nvidia.com/gpu.present": "true", **gfd_labels(node, "615.71.09", "single")}
+    kubectl("label", "--overwrite", "node", NODE, *(f"{k}={v}" for k, v in labels.items()))
+    gpus = {GPU: "8"}
+    patch = {"status": {"capacity": gpus, "allocatable": gpus}}
+    kubectl("patch", "node", NODE, "--subresource=status", "--type=merge", "-p", json.dumps(patch))
+
+
+@contextmanager
+def stand_in_operators(**delays: str | float) -> Iterator[None]:
+    """How long each stand-in operator takes in the block (tests/operators/knobs.py): seconds, or
+    "never" for one that never does its work; `gpu_operator=30` sets the key `gpu-operator`."""
+    data = {key.replace("_", "-"): str(value) for key, value in delays.items()}
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIGMAP, "namespace": NAMESPACE}}
+    kubectl("apply", "-f", "-", input_text=yaml.safe_dump({**configmap, "data": data}))
+    try:
+        yield
+    finally:
+        kubectl("-n", NAMESPACE, "delete", "configmap", CONFIGMAP, "--ignore-not-found")
+
+
+def mpsd_stops() -> list[str]:
+    """One line per mpsd pod that stopped: whether gpu-fractioning's operator still ran then."""
+    found = kubectl("-n", NAMESPACE, "get", "configmap", RECORD, "-o", "json", check=False)
+    if found.returncode != 0:
+        return []
+    return [line for line in json.loads(found.stdout).get("data", {}).get("mpsd-stopped", "").splitlines() if line]
+
+
+def leftovers(wait_seconds: float = 60) -> dict[str, list[str]]:
+    """Objects of this project's kinds and namespaces still in the API server, once the garbage
+    collector has had `wait_seconds` to remove what the operators owned."""
+    deadline = time.monotonic() + wait_seconds
+    while (found := _leftovers()) and time.monotonic() < deadline:
+        time.sleep(2)
+    return found
+
+
+def _leftovers() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     namespaces = {n["metadata"]["name"] for n in kubectl_json("get", "namespaces")["items"]}
     found["namespaces"] = sorted(

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import yaml
 
-from tests.integration.conftest import StandInOperator
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import REPO, Workspace
 
@@ -45,8 +44,7 @@ def main() -> None:
             stack_file.write_text(yaml.safe_dump(stack))
             record(a100, "a100", "pin-bump.json")
         finally:
-            with StandInOperator():
-                a100.pulumi("destroy", "--yes", "--skip-preview", stack="a100", check=False, timeout=900)
+            a100.pulumi("destroy", "--yes", "--skip-preview", stack="a100", check=False, timeout=900)
         violating = Workspace.create(
             Path(base) / "violating", program=REPO / "tests" / "integration" / "violating" / "mismatched_fork_tags.py"
         )

@@ -1,8 +1,9 @@
 """The dev stack (the laptop lab) under the real engine on the local control plane.
 
 There is no kind here, so the lab uses the local control plane as an existing cluster, with
-stand-in charts; fake GPUs come from the kwok node gpu-node-0. The lab proof runs against stand-ins
-for KAI's queue accounting and the isolator's webhook (tests/integration/stand_ins.py).
+stand-in charts; fake GPUs come from the kwok node gpu-node-0, labelled and advertised by the stand-in
+nvml-mock and device plugin (tests/operators). The lab proof runs against stand-ins for KAI's queue
+accounting and the isolator's webhook (tests/integration/stand_ins.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 
 from tests.integration.conftest import leftovers
 from tests.integration.stand_ins import StandInIsolatorWebhook, StandInQueueAccounting
-from tests.integration.workspace import REPO, Workspace, helm, kubectl, kubectl_json
+from tests.integration.workspace import REPO, Workspace, helm, kubectl_json
 
 pytestmark = pytest.mark.integration
 NODE = "gpu-node-0"
@@ -41,14 +42,12 @@ def dev_config() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
-    kubectl("label", "node", NODE, "nvidia.com/gpu.memory-", "nvidia.com/gpu.product-", "nvidia.com/gpu.count-")
     base = tmp_path_factory.mktemp("dev")
     workspace = Workspace.create(base)
     workspace.new_stack("dev", dev_config())
     with StandInIsolatorWebhook(base), StandInQueueAccounting("default-queue", gpu_memory_mib=40960):
         yield workspace
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack="dev", check=False)
-    kubectl("apply", "-f", str(REPO / "tests" / "fixtures" / "nodes" / "gpu-node.yaml"))
 
 
 def test_preview_plans_the_lab_in_the_runbooks_order(dev: Workspace) -> None:
@@ -59,7 +58,8 @@ def test_preview_plans_the_lab_in_the_runbooks_order(dev: Workspace) -> None:
 
 
 def test_up_runs_the_lab_and_reports_the_reservation_boundary(dev: Workspace) -> None:
-    dev.pulumi("up", "--yes", "--skip-preview", stack="dev", timeout=1200)
+    up = dev.pulumi("up", "--yes", "--skip-preview", stack="dev", timeout=1200)
+    assert "KAI-Scheduler ready: all 3 checks hold" in up.output, "queues wait for KAI's operator's webhook"
     labels = kubectl_json("get", "node", NODE)["metadata"]["labels"]
     assert labels["nvidia.com/gpu.memory"] == "40960"
     assert labels["nvidia.com/gpu.count"] == "8"
@@ -118,7 +118,8 @@ def test_destroy_removes_the_lab_and_only_the_labels_it_added_even_after_drift(d
     dev.pulumi("destroy", "--yes", "--skip-preview", "--refresh", stack="dev", timeout=900)
     labels = kubectl_json("get", "node", NODE)["metadata"]["labels"]
     assert "nvidia.com/gpu.memory" not in labels, "the stack's labels go with it"
-    assert labels["nvidia.com/gpu.present"] == "true", "labels the stack did not add stay"
+    assert "nvidia.com/gpu.present" not in labels, "nvml-mock's cleanup removes the label its setup added"
+    assert labels["feature.node.kubernetes.io/pci-10de.present"] == "true", "labels nobody here added stay"
     assert leftovers() == {}
     destroyed = verify_destroyed(export)
     assert destroyed.returncode == 0, destroyed.stderr

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.conftest import StandInOperator, leftovers
+from tests.integration.conftest import NODE, leftovers, mpsd_stops
 from tests.integration.workspace import (
     REPO,
     Workspace,
@@ -55,20 +55,29 @@ def a100(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     workspace = Workspace.create(tmp_path_factory.mktemp("a100"))
     workspace.new_stack("a100", a100_config(), secrets={"registryPassword": PASSWORD, **inline_kubeconfig()})
     yield workspace
-    with StandInOperator():
-        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="a100", check=False)
+    workspace.pulumi("destroy", "--yes", "--skip-preview", stack="a100", check=False)
 
 
 def test_preview_shows_the_whole_graph_before_anything_exists(a100: Workspace) -> None:
     preview = json.loads(a100.pulumi("preview", "--json", stack="a100").stdout)
     creates = {step["urn"].rsplit("::", 1)[1] for step in preview["steps"] if step["op"] == "create"}
-    for name in ("gpu-operator-release", "kai-scheduler-release", "gpu-fractioning-release", "smoke-test-a"):
+    for name in (
+        "gpu-operator-release",
+        "gpu-operator-ready",
+        "kai-scheduler-release",
+        "kai-scheduler-ready",
+        "gpu-fractioning-release",
+        "gpu-fractioning-ready",
+        "smoke-test-a",
+    ):
         assert name in creates, f"the preview must show {name}"
     assert kubectl("get", "namespace", "kai-scheduler", check=False).returncode != 0, "preview changes nothing"
 
 
 def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
-    a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=1200)
+    up = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=1200)
+    for gate in ("GPU Operator ready: all 3", "KAI-Scheduler ready: all 4", "gpu-fractioning node agents ready: all 5"):
+        assert gate in up.output, f"the update must report the gate '{gate} checks hold'"
     outputs = a100.outputs("a100")
     assert outputs["imageTag"] == TAG
     assert outputs["releases"] == {
@@ -78,16 +87,28 @@ def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
     }
     assert outputs["smokePods"] == ["fraction-smoke-a", "fraction-smoke-b"]
 
-    config = kubectl_json("get", "configs.kai.scheduler", "kai-config")["spec"]
-    assert config["global"]["gpuSharingMode"] == "NvFractions"
-    assert (config["global"]["registry"], config["global"]["tag"]) == (f"{REGISTRY}/kai-scheduler", TAG)
-    assert config["binder"]["resourceReservation"]["runtimeClassName"] == "nvidia"
+    config = kubectl_json("get", "configs.kai.scheduler", "kai-config")
+    assert config["spec"]["global"]["gpuSharingMode"] == "NvFractions"
+    assert config["spec"]["binder"]["service"]["image"] == {
+        "name": "binder",
+        "repository": f"{REGISTRY}/kai-scheduler",
+        "tag": TAG,
+    }
+    assert config["spec"]["binder"]["resourceReservation"]["runtimeClassName"] == "nvidia"
+    dependencies = {c["type"]: c for c in config["status"]["conditions"]}["DependenciesFulfilled"]
+    assert dependencies["status"] == "True", "KAI sees gpu-fractioning's config Ready once Step 4 is done"
     images = {
         d["metadata"]["name"]: d["spec"]["template"]["spec"]["containers"][0]["image"]
         for d in kubectl_json("-n", "kai-scheduler", "get", "deployments")["items"]
     }
-    assert images["binder"] == f"{REGISTRY}/kai-scheduler/binder:{TAG}", "every KAI image is the fork build"
-    operator = kubectl_json("-n", "gpu-fractioning", "get", "deployment", "gpu-fractioning-operator")
+    assert images["kai-operator"] == f"{REGISTRY}/kai-scheduler/operator:{TAG}"
+    assert images["binder"] == f"{REGISTRY}/kai-scheduler/binder:{TAG}", "KAI's operator runs the fork's images"
+    runtime_class = kubectl_json("get", "runtimeclass", "nvidia")
+    assert runtime_class["metadata"]["ownerReferences"][0]["kind"] == "ClusterPolicy", "the operator's, not a chart's"
+    node = kubectl_json("get", "node", NODE)
+    assert node["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] == "615.71.09"
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    operator = kubectl_json("-n", "gpu-fractioning", "get", "deployment", "gpu-fractioning")
     assert (
         operator["spec"]["template"]["spec"]["containers"][0]["image"]
         == f"{REGISTRY}/kai-gpu-fractioning/operator:{TAG}"
@@ -150,11 +171,14 @@ def test_the_registry_password_and_kubeconfig_are_never_in_plaintext_in_state_or
 
 
 def test_destroy_leaves_nothing_behind_and_no_stuck_finalizer(a100: Workspace) -> None:
-    with StandInOperator() as operator:
-        wait_until(lambda: operator.mpsd_started, timeout=60, what="the stand-in mpsd pod")
-        a100.pulumi("destroy", "--yes", "--skip-preview", stack="a100", timeout=900)
-    assert operator.cleared == ["default"], "the config was deleted while the operator could still clear it"
-    assert operator.mpsd_stopped_with_operator == [True], "the chart goes only after the mpsd pods are gone"
+    assert kubectl(
+        "-n", "gpu-fractioning", "get", "pods", "-l", "app.kubernetes.io/component=mpsd", "-o", "name"
+    ).stdout
+    a100.pulumi("destroy", "--yes", "--skip-preview", stack="a100", timeout=900)
+    # The operator clears its finalizer only while it runs: a config deleted too late stays stuck.
+    assert mpsd_stops() == ["operator-running"], "the chart goes only after the mpsd pods are gone"
+    condition = [c["type"] for c in kubectl_json("get", "node", NODE)["status"]["conditions"]]
+    assert "gpu-fractioning.nvidia.com/Ready" not in condition, "the operator cleared its node condition"
     assert leftovers() == {}, "destroy must remove every object the stack created or adopted"
 
 
@@ -171,6 +195,7 @@ def test_an_up_killed_mid_run_converges_on_the_next_run(tmp_path: Path) -> None:
             )
         finally:
             kill_group(run)
+            workspace.kill_strays()
         # The documented recovery: release the killed run's lock, import what it left pending, re-run.
         workspace.pulumi("cancel", "--yes", stack="killed")
         recovered = subprocess.run(
@@ -189,6 +214,5 @@ def test_an_up_killed_mid_run_converges_on_the_next_run(tmp_path: Path) -> None:
         again = workspace.pulumi("preview", "--expect-no-changes", stack="killed", check=False)
         assert again.returncode == 0, f"after the re-run the stack must be converged:\n{again.output[-3000:]}"
     finally:
-        with StandInOperator():
-            workspace.pulumi("destroy", "--yes", "--skip-preview", stack="killed", check=False, timeout=900)
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="killed", check=False, timeout=900)
     assert leftovers() == {}, "nothing the killed run created may be orphaned"

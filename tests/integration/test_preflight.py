@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,8 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration.conftest import label_as_the_gpu_operator_would, reset_gpu_node
 from tests.integration.stand_ins import cri_log
 from tests.integration.workspace import REPO, Workspace, kubectl
+from tests.operators.node_daemons import gfd_labels
 
 pytestmark = pytest.mark.integration
 
@@ -35,10 +38,12 @@ def fork_stack_without_operator() -> dict[str, Any]:
 
 
 def variant(name: str, *, drop_label: str | None = None, containerd: str | None = None) -> dict[str, Any]:
+    """Another GPU node as the GPU Operator labels it, with one label missing or another containerd."""
     node = yaml.safe_load(NODE_FIXTURE.read_text())
     node = copy.deepcopy(node)
     node["metadata"]["name"] = name
     node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    node["metadata"]["labels"] |= {"nvidia.com/gpu.present": "true", **gfd_labels(node, "615.71.09", "single")}
     if drop_label:
         del node["metadata"]["labels"][drop_label]
     if containerd:
@@ -53,7 +58,8 @@ def unprepared_nodes(tmp_path: Path) -> Iterator[None]:
         variant("gpu-node-no-memory-label", drop_label="nvidia.com/gpu.memory"),
         variant("gpu-node-containerd-17", containerd="containerd://1.7.22"),
     ]
-    manifest.write_text(yaml.safe_dump_all(nodes))
+    # Documents in JSON: YAML would leave a label value such as "09" unquoted, read back as a number.
+    manifest.write_text("\n---\n".join(json.dumps(node) for node in nodes))
     kubectl("apply", "-f", str(manifest))
     yield
     kubectl("delete", "-f", str(manifest), "--wait=false")
@@ -94,8 +100,10 @@ def prepared_cluster() -> Iterator[None]:
     kubectl("apply", "-f", str(cluster_policy_crd))
     kubectl("wait", "--for=condition=Established", "-f", str(cluster_policy_crd))
     kubectl("apply", "-f", "-", input_text=PREPARED_BY_SOMEONE_ELSE)
+    label_as_the_gpu_operator_would()
     yield
     kubectl("delete", "-f", "-", "--ignore-not-found", input_text=PREPARED_BY_SOMEONE_ELSE)
+    reset_gpu_node()
     kubectl("delete", "-f", str(cluster_policy_crd), "--ignore-not-found")
 
 

@@ -22,7 +22,7 @@ import yaml
 from components.checks.smoke_decisions import parse_annotation_grep
 from components.checks.smoke_proof import DEVICE_QUERY_POD
 from components.gpu_cluster.smoke_pods import SMOKE_POD_NAMES
-from tests.integration.conftest import StandInOperator, leftovers
+from tests.integration.conftest import leftovers
 from tests.integration.stand_ins import PollingStandIn, cri_log
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import REPO, Workspace, kubectl, kubectl_json
@@ -117,7 +117,7 @@ def proved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace
     config = a100_config()
     config["smokeTest"] = {"prove": True}
     workspace.new_stack("proof", config, secrets={"registryPassword": PASSWORD})
-    with StandInOperator(), StandInNode(base) as node:
+    with StandInNode(base) as node:
         yield workspace, node
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack="proof")
     assert leftovers() == {}, "destroy must leave nothing for the next tests"

@@ -113,6 +113,24 @@ class Workspace:
             # The value on stdin: a multi-line kubeconfig does not fit an argument well.
             self.pulumi("config", "set", "--secret", *path, key, stack=stack, input_text=value)
 
+    def kill_strays(self) -> list[int]:
+        """Kills what a killed `pulumi` run left running for this project (its language host runs
+        in a process group of its own), so a test does not leak processes; returns their pids."""
+        killed = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(self.root).encode() in b" ".join(argv) and int(cmdline.parent.name) != os.getpid():
+                pid = int(cmdline.parent.name)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                except ProcessLookupError:
+                    pass
+        return killed
+
     def outputs(self, stack: str) -> dict[str, Any]:
         return json.loads(self.pulumi("stack", "output", "--json", stack=stack).stdout)
 

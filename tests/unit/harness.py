@@ -30,6 +30,7 @@ POD = "kubernetes:core/v1:Pod"
 CUSTOM_RESOURCE_PREFIX = "kubernetes:gpu-fractioning.kai.scheduler/v1alpha1:"
 COMMAND = "command:local:Command"
 DYNAMIC = "pulumi-python:dynamic"
+STEP_GATE = f"{DYNAMIC}/kai-gpu-fractions:StepGate"
 GET_REGISTRY_IMAGE = "docker:index/getRegistryImage:getRegistryImage"
 
 

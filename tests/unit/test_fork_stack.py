@@ -20,6 +20,7 @@ from tests.unit.harness import (
     POD,
     RELEASE,
     SECRET,
+    STEP_GATE,
     Engine,
     ProgramRunner,
 )
@@ -143,6 +144,45 @@ def test_the_graph_follows_the_guides_order(run_program: ProgramRunner) -> None:
     assert not engine.waits_for(kai, agents), "and never the other way round"
     for pod in engine.created(POD):
         assert engine.waits_for(pod, agents), f"{pod.name} must wait for the node agents"
+
+
+def test_each_step_starts_only_after_the_last_ones_verification_holds(run_program: ProgramRunner) -> None:
+    engine, _ = run_program(A100)
+    steps = [engine.release("gpu-operator"), engine.release("kai-scheduler"), engine.release("gpu-fractioning")]
+    gates = [engine.one(STEP_GATE, f"{step}-ready") for step in ("gpu-operator", "kai-scheduler", "gpu-fractioning")]
+    following = [*steps[1:], *engine.created(POD)]
+    for step, gate, after_gate in zip(steps, gates, following, strict=False):
+        assert gate.inputs["step"] == step.inputs["name"]
+        assert engine.waits_for(gate, step), f"the {gate.name} gate checks what {step.name} installed"
+        assert engine.waits_for(after_gate, gate), f"{after_gate.name} waits for the {gate.name} gate"
+        assert gate.inputs["triggers"] == 1, "a new revision of the release runs the gate again"
+    for pod in engine.created(POD):
+        assert engine.waits_for(pod, gates[-1]), f"{pod.name} waits until every GPU node is ready for fractions"
+    assert [g.inputs["timeout_seconds"] for g in gates] == [1800, 600, 900]
+    assert gates[0].inputs["minimum_driver_major"] == 615
+    assert gates[1].inputs["sharing_mode"] == "NvFractions"
+
+
+def test_gate_timeouts_are_config_keys(run_program: ProgramRunner) -> None:
+    engine, _ = run_program(
+        with_overrides(
+            A100,
+            gpuOperator={"readyTimeoutSeconds": 60},
+            kai={"readyTimeoutSeconds": 70},
+            gpuFractioning={"readyTimeoutSeconds": 80},
+        )
+    )
+    timeouts = [
+        engine.one(STEP_GATE, f"{s}-ready").inputs["timeout_seconds"]
+        for s in ("gpu-operator", "kai-scheduler", "gpu-fractioning")
+    ]
+    assert timeouts == [60, 70, 80]
+
+
+def test_the_gpu_operator_gate_runs_when_another_stack_manages_the_operator(run_program: ProgramRunner) -> None:
+    engine, _ = run_program(with_overrides(A100, gpuOperator={"enabled": False}))
+    gate = engine.one(STEP_GATE, "gpu-operator-ready")
+    assert engine.waits_for(engine.release("kai-scheduler"), gate), "KAI still waits for a ready GPU stack"
 
 
 def test_destroy_deletes_the_default_gpu_fractioning_config_before_the_chart(run_program: ProgramRunner) -> None:

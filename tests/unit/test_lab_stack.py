@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from components.config.load import ConfigError, parse_config
-from tests.unit.harness import COMMAND, POD, RELEASE, ProgramRunner
+from tests.unit.harness import COMMAND, POD, RELEASE, STEP_GATE, ProgramRunner
 
 LAB: dict[str, Any] = {"profile": "lab"}
 ON_EXISTING_CLUSTER: dict[str, Any] = {
@@ -104,8 +104,12 @@ def test_queues_are_the_labs_unlimited_default_tree_created_after_kai(run_progra
     unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
     assert queues["default"].inputs["spec"] == {"resources": {r: unlimited for r in ("cpu", "memory", "gpu")}}
     assert queues["default-queue"].inputs["spec"]["parentQueue"] == "default"
+    kai_ready = engine.one(STEP_GATE, "kai-scheduler-ready")
+    assert engine.waits_for(kai_ready, engine.release("kai-scheduler"))
+    assert kai_ready.inputs.get("sharing_mode") is None, "v0.17.0 has no gpuSharingMode to check"
+    assert engine.waits_for(engine.release("kai-resource-isolator"), kai_ready)
     for queue in queues.values():
-        assert engine.waits_for(queue, engine.release("kai-scheduler")), "KAI's webhook validates queues"
+        assert engine.waits_for(queue, kai_ready), "KAI's webhook, which the operator starts, validates queues"
         assert queue.inputs["metadata"]["annotations"] == {"pulumi.com/patchForce": "true"}, (
             "the chart's default-queue must take the lab's parent, as `kubectl apply` does in the runbook"
         )

@@ -42,6 +42,7 @@ from components.checks.preflight_rows import Expectations, Finding, blocking, ev
 from components.config.load import parse_config
 from components.config.model import CheckId, PreflightConfig
 from components.gpu_cluster.node_agents import mpsd_memory_limit_mib, mpsd_memory_needed_mib
+from tests.operators.node_daemons import gfd_labels
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOST = FIXTURES / "proof" / "host"
@@ -64,7 +65,11 @@ FORK_ROWS = set(get_args(CheckId)) - {"allocatable-gpus"}
 
 
 def fixture_node() -> dict[str, Any]:
-    return yaml.safe_load((FIXTURES / "nodes" / "gpu-node.yaml").read_text())
+    """The fixture GPU node as the GPU Operator leaves it: GFD's labels, the device plugin's GPUs."""
+    node: dict[str, Any] = yaml.safe_load((FIXTURES / "nodes" / "gpu-node.yaml").read_text())
+    node["metadata"]["labels"] |= {"nvidia.com/gpu.present": "true", **gfd_labels(node, "615.71.09", "single")}
+    node["status"]["capacity"]["nvidia.com/gpu"] = node["status"]["allocatable"]["nvidia.com/gpu"] = "8"
+    return node
 
 
 def prepared_host() -> HostFacts:
@@ -312,6 +317,13 @@ def test_the_lab_leaves_labels_and_gpus_to_the_stack_that_sets_them() -> None:
     findings = evaluate(prepared(bare), replace(LAB, stack_labels_gpu_nodes=True), DEFAULTS)
     outcomes = {f.check: f.outcome for f in findings if f.target.startswith("node")}
     assert outcomes == dict.fromkeys(("gpu-present-label", "gpu-memory-label", "allocatable-gpus"), "not-checked")
+
+
+def test_the_lab_waits_for_its_own_device_plugin_when_it_is_not_running() -> None:
+    stopped = prepared_node(allocatable={"nvidia.com/gpu": "0"})
+    finding = only(evaluate(prepared(stopped), replace(LAB, stack_labels_gpu_nodes=True), DEFAULTS), "allocatable-gpus")
+    assert finding.outcome == "not-checked", "the stack's up restarts the plugin and then waits for the GPUs"
+    assert only(evaluate(prepared(stopped), LAB, DEFAULTS), "allocatable-gpus").outcome == "fail"
 
 
 def test_the_report_has_one_line_per_row_that_did_not_pass_with_what_where_and_how_to_fix() -> None:

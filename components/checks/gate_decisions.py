@@ -1,0 +1,265 @@
+"""What each of the guide's verifications decides, from API objects as plain JSON: one ProofResult a
+check, whose detail says what is missing and where to look. No cluster access here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from components.checks.cluster_facts import GPU_MEMORY_LABEL, GPU_PRESENT_LABEL, GPU_RESOURCE
+from components.checks.proof import ProofResult
+from components.gpu_cluster.fractioning_api import DAEMONS, NODE_READY_CONDITION
+
+Json = Mapping[str, Any]
+
+# GFD's driver-version label, and the deprecated name it still writes next to it.
+DRIVER_MAJOR_LABELS = ("nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver.major")
+DRIVER_FULL_LABEL = "nvidia.com/cuda.driver-version.full"
+# mpsd's cap of the `default` MPS namespace, as mpsd logs it or as the control daemon echoes it.
+DEFAULT_CAP = re.compile(r"activeThreadPercent=10(?!\d)|active thread percentage\D{0,20}10(?:\.0+)?(?!\d)")
+
+
+def conditions(obj: Json | None) -> dict[str, Json]:
+    return {str(c.get("type")): c for c in ((obj or {}).get("status") or {}).get("conditions") or []}
+
+
+def name(obj: Json) -> str:
+    return str(obj["metadata"]["name"])
+
+
+def _labels(obj: Json) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (obj["metadata"].get("labels") or {}).items()}
+
+
+# ---------------------------------------------------------------- after the GPU Operator
+
+
+def decide_cluster_policy(policies: Sequence[Json], namespace: str) -> ProofResult:
+    check = "cluster-policy"
+    look = f"kubectl get clusterpolicy; kubectl -n {namespace} get pods"
+    if not policies:
+        return ProofResult(check, False, f"no ClusterPolicy yet: the chart creates cluster-policy ({look})")
+    policy = min(policies, key=lambda p: str(p["metadata"].get("creationTimestamp", "")))
+    state = (policy.get("status") or {}).get("state")
+    if state == "ready":
+        return ProofResult(check, True, f"ClusterPolicy {name(policy)} is ready")
+    error = conditions(policy).get("Error") or {}
+    why = f": {error.get('message')}" if error.get("status") == "True" and error.get("message") else ""
+    return ProofResult(check, False, f"ClusterPolicy {name(policy)} is {state or 'not reconciled yet'}{why} ({look})")
+
+
+def decide_runtime_class(runtime_classes: Sequence[Json], wanted: str, namespace: str) -> ProofResult:
+    check = "runtime-class"
+    found = next((rc for rc in runtime_classes if name(rc) == wanted), None)
+    if found is not None:
+        return ProofResult(check, True, f"RuntimeClass {wanted} (handler {found.get('handler')})")
+    return ProofResult(
+        check,
+        False,
+        f"RuntimeClass {wanted} not found: the GPU Operator creates it when it reconciles the ClusterPolicy "
+        f"(kubectl -n {namespace} logs deploy/gpu-operator)",
+    )
+
+
+def gpu_node_gaps(node: Json, minimum_driver_major: int) -> list[str]:
+    """What the guide requires of a GPU node and this one lacks."""
+    labels = _labels(node)
+    gaps = []
+    if labels.get(GPU_PRESENT_LABEL) != "true":
+        gaps.append(f"no {GPU_PRESENT_LABEL}=true")
+    memory = labels.get(GPU_MEMORY_LABEL, "")
+    if not memory.isdigit() or int(memory) == 0:
+        gaps.append(f"no {GPU_MEMORY_LABEL}")
+    major = next((labels[k] for k in DRIVER_MAJOR_LABELS if k in labels), "")
+    if not major.isdigit():
+        gaps.append("no driver version label (GPU Feature Discovery)")
+    elif int(major) < minimum_driver_major:
+        full = labels.get(DRIVER_FULL_LABEL, major)
+        gaps.append(f"driver {full} is older than r{minimum_driver_major}")
+    allocatable = str(((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE, "0"))
+    if not allocatable.isdigit() or int(allocatable) == 0:
+        gaps.append(f"advertises no {GPU_RESOURCE}")
+    return gaps
+
+
+def decide_gpu_nodes(gpu_nodes: Sequence[Json], minimum_driver_major: int, namespace: str) -> ProofResult:
+    check = "gpu-nodes"
+    if not gpu_nodes:
+        return ProofResult(
+            check,
+            False,
+            "no node shows an NVIDIA GPU (feature.node.kubernetes.io/pci-10de.present or "
+            f"{GPU_PRESENT_LABEL}): kubectl get nodes --show-labels",
+        )
+    gaps = {name(n): gpu_node_gaps(n, minimum_driver_major) for n in gpu_nodes}
+    lacking = {node: found for node, found in gaps.items() if found}
+    if lacking:
+        listed = "; ".join(f"{node}: {', '.join(found)}" for node, found in sorted(lacking.items()))
+        return ProofResult(
+            check,
+            False,
+            f"{listed} (the driver, GPU Feature Discovery and the device plugin set these: "
+            f"kubectl -n {namespace} get pods -o wide; kubectl describe node)",
+        )
+    summary = ", ".join(
+        f"{name(n)} ({_labels(n).get(DRIVER_FULL_LABEL) or 'driver ' + _driver_major(n)}, "
+        f"{(n.get('status') or {}).get('allocatable', {}).get(GPU_RESOURCE)} GPUs)"
+        for n in gpu_nodes
+    )
+    return ProofResult(check, True, summary)
+
+
+def _driver_major(node: Json) -> str:
+    labels = _labels(node)
+    return next((labels[k] for k in DRIVER_MAJOR_LABELS if k in labels), "?")
+
+
+# ---------------------------------------------------------------- after KAI-Scheduler
+
+
+def _available(deployment: Json) -> bool:
+    status = deployment.get("status") or {}
+    wanted = (deployment.get("spec") or {}).get("replicas", 1)
+    return (
+        conditions(deployment).get("Available", {}).get("status") == "True"
+        and status.get("updatedReplicas", 0) == wanted
+    )
+
+
+def decide_deployments(deployments: Sequence[Json], expected: Iterable[str], namespace: str) -> ProofResult:
+    """Every Deployment in the namespace Available, and the expected ones among them."""
+    check = "deployments"
+    present = {name(d): d for d in deployments}
+    missing = [e for e in expected if e not in present]
+    unavailable = sorted(n for n, d in present.items() if not _available(d))
+    if missing or unavailable or not present:
+        parts = []
+        if missing:
+            parts.append(f"not created yet: {', '.join(missing)}")
+        if unavailable:
+            parts.append(f"not Available: {', '.join(unavailable)}")
+        if not present and not missing:
+            parts.append("no Deployment in the namespace")
+        look = f"kubectl -n {namespace} get deploy,pods"
+        return ProofResult(check, False, f"{'; '.join(parts)} ({look})")
+    return ProofResult(check, True, f"{len(present)} Available: {', '.join(sorted(present))}")
+
+
+def decide_kai_config(config: Json | None, sharing_mode: str | None, namespace: str) -> list[ProofResult]:
+    """kai-config Available, its GPU sharing mode, and (for information) its dependencies."""
+    look = f"kubectl get config.kai.scheduler kai-config -o yaml; kubectl -n {namespace} logs deploy/kai-operator"
+    if config is None:
+        missing = ProofResult("kai-config", False, f"no Config kai-config ({look})")
+        return [missing] + ([ProofResult("gpu-sharing-mode", False, "no Config kai-config")] if sharing_mode else [])
+    found = conditions(config)
+    available = found.get("Available") or {}
+    results = [
+        ProofResult("kai-config", True, "Available")
+        if available.get("status") == "True"
+        else ProofResult(
+            "kai-config",
+            False,
+            f"not Available: {available.get('message') or 'no status from the operator yet'} ({look})",
+        )
+    ]
+    if sharing_mode:
+        mode = ((config.get("spec") or {}).get("global") or {}).get("gpuSharingMode")
+        results.append(
+            ProofResult("gpu-sharing-mode", mode == sharing_mode, f"spec.global.gpuSharingMode is {mode or 'unset'}")
+        )
+    dependencies = found.get("DependenciesFulfilled")
+    if dependencies is not None:
+        detail = f"DependenciesFulfilled={dependencies.get('status')}"
+        if dependencies.get("status") != "True":
+            detail += f" ({dependencies.get('message')}): expected until gpu-fractioning is installed"
+        results.append(ProofResult("kai-dependencies", True, detail))
+    return results
+
+
+# ---------------------------------------------------------------- after gpu-fractioning
+
+
+def decide_daemonsets(daemonsets: Sequence[Json], namespace: str) -> ProofResult:
+    """The operator's mpsd and fractiond DaemonSets exist, run somewhere, and have desired == ready."""
+    check = "daemonsets"
+    by_name = {name(d): d for d in daemonsets}
+    gaps, counts = [], []
+    for daemon in DAEMONS:
+        found = by_name.get(f"gpu-fractioning-{daemon}")
+        if found is None:
+            gaps.append(f"gpu-fractioning-{daemon} not created yet")
+            continue
+        status = found.get("status") or {}
+        desired, ready = int(status.get("desiredNumberScheduled", 0)), int(status.get("numberReady", 0))
+        counts.append(f"{name(found)} {ready}/{desired}")
+        if desired == 0:
+            gaps.append(f"{name(found)} matches no node (are the GPU nodes labelled {GPU_PRESENT_LABEL}=true?)")
+        elif ready != desired:
+            gaps.append(f"{name(found)} {ready} of {desired} ready")
+    if gaps:
+        look = f"kubectl -n {namespace} get ds,pods -o wide; kubectl -n {namespace} logs deploy/gpu-fractioning"
+        return ProofResult(check, False, f"{'; '.join(gaps)} ({look})")
+    return ProofResult(check, True, ", ".join(counts))
+
+
+def decide_fractioning_config(config: Json | None) -> ProofResult:
+    check = "gpu-fractioning-config"
+    look = "kubectl get gpufractioningconfig default -o yaml"
+    if config is None:
+        return ProofResult(
+            check, False, f"no GpuFractioningConfig default: the chart creates it after install ({look})"
+        )
+    found = conditions(config)
+    if not found:
+        return ProofResult(check, False, f"the operator has not reported on it yet ({look})")
+    false = [
+        f"{t}={c.get('status')} ({c.get('reason')}: {c.get('message')})"
+        for t, c in found.items()
+        if c.get("status") != "True"
+    ]
+    if "Ready" not in found:
+        false.append("no Ready condition")
+    if false:
+        return ProofResult(check, False, f"{'; '.join(false)} ({look})")
+    return ProofResult(check, True, ", ".join(f"{t}=True" for t in found))
+
+
+def decide_node_readiness(gpu_nodes: Sequence[Json]) -> ProofResult:
+    check = "node-ready"
+    if not gpu_nodes:
+        return ProofResult(check, False, f"no node is labelled {GPU_PRESENT_LABEL}=true")
+    gaps = []
+    for node in gpu_nodes:
+        condition = next(
+            (c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == NODE_READY_CONDITION),
+            None,
+        )
+        if condition is None:
+            gaps.append(f"{name(node)}: no {NODE_READY_CONDITION} condition yet")
+        elif condition.get("status") != "True":
+            gaps.append(
+                f"{name(node)}: {condition.get('status')} ({condition.get('reason')}: {condition.get('message')})"
+            )
+    if gaps:
+        look = f"kubectl get nodes -o jsonpath='{{.items[*].status.conditions[?(@.type==\"{NODE_READY_CONDITION}\")]}}'"
+        return ProofResult(check, False, f"{'; '.join(gaps)} ({look})")
+    return ProofResult(check, True, f"{NODE_READY_CONDITION}=True on {', '.join(name(n) for n in gpu_nodes)}")
+
+
+def decide_mpsd_logs(logs: Mapping[str, str], namespace: str) -> ProofResult:
+    """Each mpsd pod started MPS in multi-user mode and capped the `default` namespace at 10 %."""
+    check = "mpsd-log"
+    if not logs:
+        return ProofResult(
+            check, False, f"no mpsd pod (kubectl -n {namespace} get pods -l app.kubernetes.io/component=mpsd)"
+        )
+    gaps = []
+    for pod, log in sorted(logs.items()):
+        if "multiuser enabled" not in log:
+            gaps.append(f"{pod}: no multi-user server ('Adding server ... [multiuser enabled]')")
+        if not any("default" in line and DEFAULT_CAP.search(line) for line in log.splitlines()):
+            gaps.append(f"{pod}: no cap of the default namespace at 10%")
+    if gaps:
+        return ProofResult(check, False, f"{'; '.join(gaps)} (kubectl -n {namespace} logs <pod>)")
+    return ProofResult(check, True, f"multi-user server, default namespace at 10% on {len(logs)} pod(s)")

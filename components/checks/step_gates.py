@@ -1,0 +1,235 @@
+"""The guide's verification after each install, run as a gate: `up` waits until it holds, printing
+progress, and fails the update before the next step starts when it does not hold in time.
+
+- gpu-operator: ClusterPolicy ready, the `nvidia` RuntimeClass, every GPU node labelled by GFD
+  (gpu.present, gpu.memory, a driver of at least the pinned branch) and advertising its GPUs;
+- kai-scheduler: every Deployment Available (most are the operator's, not the chart's), kai-config
+  Available and, for the forks, in NvFractions mode;
+- gpu-fractioning: its operator Available, mpsd and fractiond with desired == ready, the `default`
+  GpuFractioningConfig's conditions True, every GPU node Ready for fractions, and mpsd's log showing
+  the multi-user server and the `default` namespace capped at 10 %.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from components.checks import gate_decisions as decide
+from components.checks.cluster_facts import (
+    CLUSTER_POLICY_GROUP,
+    CLUSTER_POLICY_PLURAL,
+    CLUSTER_POLICY_VERSION,
+    GPU_PRESENT_LABEL,
+    is_gpu_node,
+    node_facts,
+)
+from components.checks.dynamic import ReportedFailure
+from components.checks.proof import Clock, ProofResult, failures, format_proof, guarded
+from components.config.model import StackConfig
+from components.gpu_cluster import fractioning_api, kai_api
+
+Json = dict[str, Any]
+Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning"]
+PROGRESS_EVERY_SECONDS = 60.0
+# The first driver branch whose MPS control daemon has `namespace` (MPS v3).
+MINIMUM_DRIVER_MAJOR = 615
+POLL_SECONDS = 5.0
+
+TITLES: dict[str, tuple[str, str]] = {
+    # step: (what is waited for, the config key of its timeout)
+    "gpu-operator": ("GPU Operator ready", "gpuOperator.readyTimeoutSeconds"),
+    "kai-scheduler": ("KAI-Scheduler ready", "kai.readyTimeoutSeconds"),
+    "gpu-fractioning": ("gpu-fractioning node agents ready", "gpuFractioning.readyTimeoutSeconds"),
+}
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """What one gate checks; its fields are the StepGate resource's inputs."""
+
+    step: Step
+    namespace: str
+    timeout_seconds: int
+    minimum_driver_major: int = MINIMUM_DRIVER_MAJOR
+    runtime_class: str = "nvidia"
+    sharing_mode: str | None = None
+
+
+def gate_specs(config: StackConfig) -> dict[Step, GateSpec]:
+    """Each step's gate as the stack configures it."""
+    driver = config.gpu_operator.driver
+    # The operator installs the pinned driver; a host driver must be of the r615 branch or newer.
+    pinned_major = int(driver.version.split(".")[0]) if driver.source == "operator" else MINIMUM_DRIVER_MAJOR
+    return {
+        "gpu-operator": GateSpec(
+            "gpu-operator",
+            config.gpu_operator.namespace,
+            config.gpu_operator.ready_timeout_seconds,
+            minimum_driver_major=pinned_major,
+        ),
+        "kai-scheduler": GateSpec(
+            "kai-scheduler",
+            config.kai.namespace,
+            config.kai.ready_timeout_seconds,
+            sharing_mode="NvFractions" if config.profile == "fork" else None,
+        ),
+        "gpu-fractioning": GateSpec(
+            "gpu-fractioning", config.gpu_fractioning.namespace, config.gpu_fractioning.ready_timeout_seconds
+        ),
+    }
+
+
+class GateCluster(Protocol):
+    def list_nodes(self, label_selector: str = "") -> list[Json]: ...
+
+    def list_runtime_classes(self) -> list[Json]: ...
+
+    def list_cluster_objects(self, group: str, version: str, plural: str) -> list[Json]: ...
+
+    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> Json | None: ...
+
+    def list_deployments(self, namespace: str) -> list[Json]: ...
+
+    def list_daemonsets(self, namespace: str, label_selector: str = "") -> list[Json]: ...
+
+    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[Json]: ...
+
+    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str: ...
+
+
+def gpu_nodes(cluster: GateCluster) -> list[Json]:
+    return [n for n in cluster.list_nodes() if is_gpu_node(node_facts(n))]
+
+
+def check_gpu_operator(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+    return [
+        guarded(
+            "cluster-policy",
+            lambda: decide.decide_cluster_policy(
+                cluster.list_cluster_objects(CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL),
+                spec.namespace,
+            ),
+        ),
+        guarded(
+            "runtime-class",
+            lambda: decide.decide_runtime_class(cluster.list_runtime_classes(), spec.runtime_class, spec.namespace),
+        ),
+        guarded(
+            "gpu-nodes",
+            lambda: decide.decide_gpu_nodes(gpu_nodes(cluster), spec.minimum_driver_major, spec.namespace),
+        ),
+    ]
+
+
+def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+    deployments = guarded(
+        "deployments",
+        lambda: decide.decide_deployments(
+            cluster.list_deployments(spec.namespace), kai_api.DEPLOYMENTS, spec.namespace
+        ),
+    )
+    try:
+        config = cluster.read_cluster_object(
+            kai_api.CONFIG_GROUP, kai_api.CONFIG_VERSION, kai_api.CONFIG_PLURAL, kai_api.CONFIG_NAME
+        )
+    except Exception as error:  # reported as the check's failure, like every other read
+        return [deployments, ProofResult("kai-config", False, f"could not read kai-config: {error}")]
+    return [deployments, *decide.decide_kai_config(config, spec.sharing_mode, spec.namespace)]
+
+
+def check_gpu_fractioning(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+    namespace = spec.namespace
+
+    def mpsd_logs() -> dict[str, str]:
+        pods = cluster.list_pods(namespace, fractioning_api.MPSD_SELECTOR)
+        return {str(p["metadata"]["name"]): cluster.pod_logs(namespace, str(p["metadata"]["name"])) for p in pods}
+
+    return [
+        guarded(
+            "operator",
+            lambda: decide.decide_deployments(
+                cluster.list_deployments(namespace), [fractioning_api.OPERATOR_DEPLOYMENT], namespace
+            ),
+        ),
+        guarded(
+            "daemonsets",
+            lambda: decide.decide_daemonsets(
+                cluster.list_daemonsets(namespace, fractioning_api.DAEMONSET_SELECTOR), namespace
+            ),
+        ),
+        guarded(
+            "gpu-fractioning-config",
+            lambda: decide.decide_fractioning_config(
+                cluster.read_cluster_object(
+                    fractioning_api.CONFIG_GROUP,
+                    fractioning_api.CONFIG_VERSION,
+                    fractioning_api.CONFIG_PLURAL,
+                    "default",
+                )
+            ),
+        ),
+        guarded(
+            "node-ready",
+            lambda: decide.decide_node_readiness(cluster.list_nodes(f"{GPU_PRESENT_LABEL}=true")),
+        ),
+        guarded("mpsd-log", lambda: decide.decide_mpsd_logs(mpsd_logs(), namespace)),
+    ]
+
+
+CHECKS: dict[str, Callable[[GateCluster, GateSpec], list[ProofResult]]] = {
+    "gpu-operator": check_gpu_operator,
+    "kai-scheduler": check_kai_scheduler,
+    "gpu-fractioning": check_gpu_fractioning,
+}
+
+
+class GateTimedOut(ReportedFailure):
+    """A step's verification did not hold in time: the next step was not started."""
+
+
+def minutes(seconds: float) -> str:
+    seconds = int(seconds)
+    return (
+        f"{seconds}s"
+        if seconds < 60
+        else f"{seconds // 60} min {seconds % 60}s"
+        if seconds % 60
+        else f"{seconds // 60} min"
+    )
+
+
+def progress_to_stderr(line: str) -> None:
+    """The engine shows a dynamic provider's stderr as it comes, under the stack's diagnostics."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def wait_for_gate(
+    cluster: GateCluster,
+    spec: GateSpec,
+    clock: Clock | None = None,
+    progress: Callable[[str], None] = progress_to_stderr,
+) -> list[ProofResult]:
+    """The gate's results once every check holds; raises GateTimedOut naming what did not."""
+    clock = clock or Clock()
+    title, timeout_key = TITLES[spec.step]
+    start = clock.now()
+    last_said, said_at = "", start
+    while True:
+        results = CHECKS[spec.step](cluster, spec)
+        waiting = "; ".join(f"{r.check}: {r.detail}" for r in failures(results))
+        elapsed = clock.now() - start
+        if not waiting:
+            progress(f"{title}: all {len(results)} checks hold after {minutes(elapsed)}")
+            return results
+        if elapsed >= spec.timeout_seconds:
+            raise GateTimedOut(
+                f"{title}: not after {minutes(elapsed)} ({timeout_key} is {spec.timeout_seconds}); "
+                f"the next step was not started. Waiting for: {waiting}\n{format_proof(results, title)}"
+            )
+        if waiting != last_said or clock.now() - said_at >= PROGRESS_EVERY_SECONDS:
+            progress(f"{title}: waiting, {minutes(elapsed)} of {minutes(spec.timeout_seconds)}: {waiting}")
+            last_said, said_at = waiting, clock.now()
+        clock.sleep(POLL_SECONDS)

@@ -1,0 +1,88 @@
+"""The gates between the guide's steps under the real engine, with the stand-in operators slow or absent.
+
+The stand-in operators (tests/operators) do at run time what the real ones do: the GPU Operator's
+RuntimeClass and GFD labels, KAI's Deployments, gpu-fractioning's DaemonSets and node conditions.
+Here they are made slow, so `up` must wait for them, or never do their work, so the gate after
+their step must fail the update before the next step creates anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import leftovers, stand_in_operators
+from tests.integration.test_fork_stack import PASSWORD, a100_config
+from tests.integration.workspace import Workspace, kubectl, kubectl_json, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def exists(*args: str) -> bool:
+    return kubectl("get", *args, check=False).returncode == 0
+
+
+def new_a100(tmp_path: Path, name: str, **sections: dict[str, Any]) -> Workspace:
+    workspace = Workspace.create(tmp_path)
+    config = a100_config()
+    for key, values in sections.items():
+        config[key] = {**config.get(key, {}), **values}
+    workspace.new_stack(name, config, secrets={"registryPassword": PASSWORD})
+    return workspace
+
+
+def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> None:
+    workspace = new_a100(tmp_path, "slow")
+    try:
+        with stand_in_operators(gpu_operator=30, kai_operator=12, gpu_fractioning=12):
+            run = workspace.start("up", "--yes", "--skip-preview", stack="slow")
+            wait_until(lambda: exists("runtimeclass", "nvidia"), timeout=300, what="the operator's RuntimeClass")
+            # The driver is still loading: no GFD labels, no GPUs advertised, and KAI not started.
+            labels = kubectl_json("get", "node", "gpu-node-0")["metadata"]["labels"]
+            assert "nvidia.com/gpu.memory" not in labels
+            assert not exists("namespace", "kai-scheduler"), "KAI must wait for the GPU Operator's gate"
+            output, _ = run.communicate(timeout=900)
+        assert run.returncode == 0, output[-4000:]
+        assert "GPU Operator ready: waiting" in output and "gpu-nodes: gpu-node-0: " in output
+        assert "GPU Operator ready: all 3 checks hold after" in output
+        assert "KAI-Scheduler ready: waiting" in output and "not created yet: admission" in output
+        assert "gpu-fractioning node agents ready: waiting" in output
+        assert "gpu-fractioning node agents ready: all 5 checks hold after" in output
+        assert kubectl_json("get", "pod", "fraction-smoke-a")["status"]["phase"] == "Running"
+    finally:
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="slow", check=False, timeout=900)
+    assert leftovers() == {}
+
+
+@pytest.mark.parametrize(
+    ("operator", "section", "missing", "next_step"),
+    [
+        ("gpu-operator", "gpuOperator", "runtime-class: RuntimeClass nvidia not found", ("namespace", "kai-scheduler")),
+        ("kai-operator", "kai", "deployments: not created yet: admission", ("namespace", "gpu-fractioning")),
+        (
+            "gpu-fractioning",
+            "gpuFractioning",
+            "daemonsets: gpu-fractioning-mpsd not created yet",
+            ("pod", "fraction-smoke-a"),
+        ),
+    ],
+    ids=["gpu-operator", "kai", "gpu-fractioning"],
+)
+def test_an_operator_that_never_works_fails_its_gate_before_the_next_step(
+    tmp_path: Path, operator: str, section: str, missing: str, next_step: tuple[str, str]
+) -> None:
+    workspace = new_a100(tmp_path, "never", **{section: {"readyTimeoutSeconds": 15}})
+    try:
+        with stand_in_operators(**{operator.replace("-", "_"): "never"}):
+            result = workspace.pulumi("up", "--yes", "--skip-preview", stack="never", check=False, timeout=900)
+            assert result.returncode != 0, "a gate that does not hold must fail the update"
+            assert f"{section}.readyTimeoutSeconds is 15" in result.output
+            assert "the next step was not started" in result.output
+            assert missing in result.output, result.output[-4000:]
+            assert "Traceback" not in result.output, "a cluster that is not ready is a finding, not a crash"
+            assert not exists(*next_step), f"nothing of the next step may exist: {' '.join(next_step)}"
+    finally:
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="never", check=False, timeout=900)
+    assert leftovers() == {}

@@ -1,0 +1,180 @@
+"""The API calls the stand-in operators make: plain JSON over the kubernetes client's REST layer."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Json = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+
+def path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None) -> str:
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    scoped = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
+    return f"{scoped}/{name}" if name else scoped
+
+
+class Cluster:
+    """get/list/create/patch/delete on API paths; a missing object reads as None, an existing one
+    is not created again."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        from kubernetes import config
+
+        self._api = config.new_client_from_config(config_file=kubeconfig)
+
+    def _call(
+        self, method: str, url: str, body: Any = None, content_type: str = "application/json", **query: str
+    ) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            response = self._api.call_api(
+                url,
+                method,
+                query_params=[(k, v) for k, v in query.items() if v],
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+            )
+        except ApiException as error:
+            if error.status == 404 or (method == "POST" and error.status == 409):
+                return None
+            raise
+        return json.loads(response.data) if response.data else None
+
+    def get(self, url: str) -> Json | None:
+        found: Json | None = self._call("GET", url)
+        return found
+
+    def list(self, url: str, selector: str = "", field_selector: str = "") -> list[Json]:
+        found = self._call("GET", url, labelSelector=selector, fieldSelector=field_selector)
+        return list(found["items"]) if found else []
+
+    def create(self, url: str, body: Json) -> None:
+        self._call("POST", url, body)
+
+    def patch(self, url: str, patch: Json, content_type: str = MERGE_PATCH) -> None:
+        self._call("PATCH", url, patch, content_type)
+
+    def delete(self, url: str) -> None:
+        self._call("DELETE", url)
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str(obj["metadata"]["name"])
+
+
+def deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+def owned_by(owner: Mapping[str, Any]) -> list[Json]:
+    """A controller owner reference: deleting the owner garbage-collects the object."""
+    metadata = owner["metadata"]
+    return [
+        {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": metadata["name"],
+            "uid": metadata["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running" or pod["metadata"].get("deletionTimestamp"):
+        return False
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or [])
+
+
+def pods_by_node(pods: Iterable[Json]) -> dict[str, list[Json]]:
+    found: dict[str, list[Json]] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            found.setdefault(node, []).append(pod)
+    return found
+
+
+def daemonset_ready(daemonset: Mapping[str, Any] | None) -> bool:
+    """Desired == ready, as `kubectl rollout status` and the real operators judge it (0 desired is ready)."""
+    if daemonset is None:
+        return False
+    status = daemonset.get("status") or {}
+    if status.get("observedGeneration", 0) < daemonset["metadata"].get("generation", 1):
+        return False
+    return int(status.get("numberReady", 0)) == int(status.get("desiredNumberScheduled", -1))
+
+
+def deployment_available(deployment: Mapping[str, Any] | None) -> bool:
+    if deployment is None:
+        return False
+    status = deployment.get("status") or {}
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    return conditions.get("Available") == "True" and status.get("updatedReplicas") == deployment["spec"].get(
+        "replicas", 1
+    )
+
+
+def ensure(cluster: Cluster, url: str, body: Json) -> Json | None:
+    """Creates the object unless it exists; returns what the API server holds."""
+    existing = cluster.get(f"{url}/{body['metadata']['name']}")
+    if existing is None:
+        cluster.create(url, body)
+        existing = cluster.get(f"{url}/{body['metadata']['name']}")
+    return existing
+
+
+@dataclass
+class Condition:
+    type: str
+    status: str
+    reason: str
+    message: str = ""
+
+
+def merge_conditions(old: Iterable[Mapping[str, Any]], new: Iterable[Condition], generation: int | None) -> list[Json]:
+    """The new conditions, keeping each one's lastTransitionTime while its status stays the same."""
+    previous = {c["type"]: c for c in old}
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    merged = []
+    for condition in new:
+        before = previous.get(condition.type)
+        changed = before is None or before.get("status") != condition.status
+        entry: Json = {
+            "type": condition.type,
+            "status": condition.status,
+            "reason": condition.reason,
+            "message": condition.message,
+            "lastTransitionTime": now if changed or before is None else before.get("lastTransitionTime", now),
+        }
+        if generation is not None:
+            entry["observedGeneration"] = generation
+        merged.append(entry)
+    return merged
+
+
+def same_conditions(old: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]]) -> bool:
+    key = lambda c: (c["type"], c["status"], c.get("reason"), c.get("message"))  # noqa: E731
+    return sorted(map(key, old)) == sorted(map(key, new))
+
+
+@dataclass
+class FirstSeen:
+    """When each object (by uid) was first seen, so delays count from then."""
+
+    seen: dict[str, float] = field(default_factory=dict)
+
+    def since(self, obj: Mapping[str, Any], now: float) -> float:
+        return now - self.seen.setdefault(str(obj["metadata"]["uid"]), now)

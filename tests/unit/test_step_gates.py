@@ -1,0 +1,312 @@
+"""The gates between the guide's steps: what each verification decides, and how the wait reports."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from components.checks.proof import Clock
+from components.checks.step_gates import CHECKS, GateSpec, GateTimedOut, gate_specs, wait_for_gate
+from components.config.load import parse_config
+from tests.unit.test_preflight import fixture_node
+
+Json = dict[str, Any]
+
+OPERATOR_GATE = GateSpec("gpu-operator", "gpu-operator", 1800)
+KAI_GATE = GateSpec("kai-scheduler", "kai-scheduler", 600, sharing_mode="NvFractions")
+AGENTS_GATE = GateSpec("gpu-fractioning", "gpu-fractioning", 900)
+MPSD_LOG = (
+    "Adding server 'shared' [multiuser enabled]\n"
+    'time=2026-11-30T00:00:01Z level=INFO msg="capped the default MPS namespace as defence in depth" '
+    "server=shared namespace=default activeThreadPercent=10\n"
+)
+
+
+def condition(kind: str, status: str = "True", message: str = "") -> Json:
+    return {"type": kind, "status": status, "reason": "r", "message": message}
+
+
+def named(name: str, **fields: Any) -> Json:
+    return {"metadata": {"name": name}, **fields}
+
+
+def deployment(name: str, available: bool = True) -> Json:
+    status = {"updatedReplicas": 1, "conditions": [condition("Available", "True" if available else "False")]}
+    return named(name, spec={"replicas": 1}, status=status)
+
+
+def daemonset(name: str, desired: int = 1, ready: int = 1) -> Json:
+    return named(name, status={"desiredNumberScheduled": desired, "numberReady": ready})
+
+
+@dataclass
+class FakeCluster:
+    """A cluster as the GPU Operator, KAI and gpu-fractioning leave it when all went well."""
+
+    nodes: list[Json] = field(default_factory=list)
+    runtime_classes: list[Json] = field(default_factory=lambda: [named("nvidia", handler="nvidia")])
+    objects: dict[str, list[Json]] = field(default_factory=dict)
+    deployments: dict[str, list[Json]] = field(default_factory=dict)
+    daemonsets: list[Json] = field(default_factory=list)
+    logs: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def ready(cls) -> FakeCluster:
+        node = fixture_node()
+        node["status"]["conditions"] = [condition("gpu-fractioning.nvidia.com/Ready")]
+        return cls(
+            nodes=[node],
+            objects={
+                "clusterpolicies": [named("cluster-policy", status={"state": "ready"})],
+                "configs": [
+                    named(
+                        "kai-config",
+                        spec={"global": {"gpuSharingMode": "NvFractions"}},
+                        status={"conditions": [condition("Available"), condition("DependenciesFulfilled")]},
+                    )
+                ],
+                "gpufractioningconfigs": [
+                    named(
+                        "default",
+                        status={"conditions": [condition(c) for c in ("MpsdReady", "FractiondReady", "Ready")]},
+                    )
+                ],
+            },
+            deployments={
+                "kai-scheduler": [
+                    deployment(n)
+                    for n in (
+                        "kai-operator",
+                        "admission",
+                        "binder",
+                        "pod-grouper",
+                        "podgroup-controller",
+                        "queue-controller",
+                        "kai-scheduler-default",
+                    )
+                ],
+                "gpu-fractioning": [deployment("gpu-fractioning")],
+            },
+            daemonsets=[daemonset("gpu-fractioning-mpsd"), daemonset("gpu-fractioning-fractiond")],
+            logs={"gpu-fractioning-mpsd-x1": MPSD_LOG},
+        )
+
+    def list_nodes(self, label_selector: str = "") -> list[Json]:
+        key, _, value = label_selector.partition("=")
+        return [n for n in self.nodes if not key or n["metadata"].get("labels", {}).get(key) == value]
+
+    def list_runtime_classes(self) -> list[Json]:
+        return self.runtime_classes
+
+    def list_cluster_objects(self, group: str, version: str, plural: str) -> list[Json]:
+        return self.objects.get(plural, [])
+
+    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> Json | None:
+        return next((o for o in self.objects.get(plural, []) if o["metadata"]["name"] == name), None)
+
+    def list_deployments(self, namespace: str) -> list[Json]:
+        return self.deployments.get(namespace, [])
+
+    def list_daemonsets(self, namespace: str, label_selector: str = "") -> list[Json]:
+        return self.daemonsets
+
+    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[Json]:
+        return [named(pod) for pod in self.logs]
+
+    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str:
+        return self.logs[name]
+
+
+def failing(cluster: FakeCluster, spec: GateSpec) -> dict[str, str]:
+    return {r.check: r.detail for r in CHECKS[spec.step](cluster, spec) if not r.passed}
+
+
+@pytest.mark.parametrize("spec", [OPERATOR_GATE, KAI_GATE, AGENTS_GATE], ids=lambda s: s.step)
+def test_a_cluster_where_the_step_went_well_passes_its_gate(spec: GateSpec) -> None:
+    assert failing(FakeCluster.ready(), spec) == {}
+
+
+def test_the_gpu_operator_gate_names_the_missing_runtime_class_and_where_to_look() -> None:
+    cluster = FakeCluster.ready()
+    cluster.runtime_classes = []
+    detail = failing(cluster, OPERATOR_GATE)["runtime-class"]
+    assert "RuntimeClass nvidia not found" in detail
+    assert "kubectl -n gpu-operator logs deploy/gpu-operator" in detail
+
+
+def test_a_not_ready_cluster_policy_reports_the_states_the_operator_names() -> None:
+    cluster = FakeCluster.ready()
+    message = "ClusterPolicy is not ready; states not ready: [state-driver]"
+    policy = named("cluster-policy", status={"state": "notReady", "conditions": [condition("Error", "True", message)]})
+    cluster.objects["clusterpolicies"] = [policy]
+    assert message in failing(cluster, OPERATOR_GATE)["cluster-policy"]
+
+
+@pytest.mark.parametrize(
+    ("label", "value", "named_gap"),
+    [
+        ("nvidia.com/gpu.present", None, "no nvidia.com/gpu.present=true"),
+        ("nvidia.com/gpu.memory", None, "no nvidia.com/gpu.memory"),
+        ("nvidia.com/cuda.driver-version.major", "595", "driver 615.71.09 is older than r615"),
+    ],
+)
+def test_every_gpu_node_needs_gfds_labels_and_the_pinned_driver(label: str, value: str | None, named_gap: str) -> None:
+    cluster = FakeCluster.ready()
+    labels = cluster.nodes[0]["metadata"]["labels"]
+    for key in [label, "nvidia.com/cuda.driver.major"] if "driver" in label else [label]:
+        labels.pop(key)
+        if value is not None:
+            labels[key] = value
+    detail = failing(cluster, OPERATOR_GATE)["gpu-nodes"]
+    assert detail.startswith("gpu-node-0: ") and named_gap in detail
+
+
+def test_a_gpu_node_that_advertises_no_gpus_holds_the_gate() -> None:
+    cluster = FakeCluster.ready()
+    cluster.nodes[0]["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    assert "advertises no nvidia.com/gpu" in failing(cluster, OPERATOR_GATE)["gpu-nodes"]
+
+
+def test_no_gpu_node_at_all_is_reported_as_such() -> None:
+    cluster = FakeCluster.ready()
+    for key in list(cluster.nodes[0]["metadata"]["labels"]):
+        if "nvidia" in key or "pci-10de" in key:
+            del cluster.nodes[0]["metadata"]["labels"][key]
+    del cluster.nodes[0]["status"]["allocatable"]["nvidia.com/gpu"]
+    assert failing(cluster, OPERATOR_GATE)["gpu-nodes"].startswith("no node shows an NVIDIA GPU")
+
+
+def test_kai_waits_for_the_deployments_its_operator_creates_not_just_the_charts() -> None:
+    cluster = FakeCluster.ready()
+    cluster.deployments["kai-scheduler"] = [deployment("kai-operator"), deployment("binder", available=False)]
+    detail = failing(cluster, KAI_GATE)["deployments"]
+    assert (
+        "not created yet: admission, pod-grouper, podgroup-controller, queue-controller, kai-scheduler-default"
+        in detail
+    )
+    assert "not Available: binder" in detail
+
+
+def test_kai_in_the_wrong_sharing_mode_fails_and_missing_fractioning_is_only_reported() -> None:
+    cluster = FakeCluster.ready()
+    config = cluster.objects["configs"][0]
+    config["spec"]["global"]["gpuSharingMode"] = "NonMemoryEnforced"
+    message = "Gpu Fractioning is not ready. GpuFractioningConfig not found"
+    config["status"]["conditions"][1] = condition("DependenciesFulfilled", "False", message)
+    results = {r.check: r for r in CHECKS["kai-scheduler"](cluster, KAI_GATE)}
+    assert not results["gpu-sharing-mode"].passed and "NonMemoryEnforced" in results["gpu-sharing-mode"].detail
+    assert results["kai-dependencies"].passed, "the guide expects it at this point"
+    assert message in results["kai-dependencies"].detail
+
+
+def test_the_lab_checks_no_sharing_mode() -> None:
+    cluster = FakeCluster.ready()
+    del cluster.objects["configs"][0]["spec"]["global"]["gpuSharingMode"]
+    assert failing(cluster, GateSpec("kai-scheduler", "kai-scheduler", 600)) == {}
+
+
+def test_gpu_fractioning_needs_both_daemonsets_with_desired_equal_to_ready() -> None:
+    cluster = FakeCluster.ready()
+    cluster.daemonsets = [daemonset("gpu-fractioning-mpsd", desired=1, ready=0)]
+    detail = failing(cluster, AGENTS_GATE)["daemonsets"]
+    assert "gpu-fractioning-mpsd 0 of 1 ready" in detail
+    assert "gpu-fractioning-fractiond not created yet" in detail
+
+
+def test_daemonsets_that_match_no_node_are_not_ready() -> None:
+    cluster = FakeCluster.ready()
+    cluster.daemonsets = [daemonset("gpu-fractioning-mpsd", 0, 0), daemonset("gpu-fractioning-fractiond", 0, 0)]
+    assert "matches no node" in failing(cluster, AGENTS_GATE)["daemonsets"]
+
+
+def test_gpu_fractioning_reports_the_operators_conditions_and_each_nodes_readiness() -> None:
+    cluster = FakeCluster.ready()
+    cluster.objects["gpufractioningconfigs"][0]["status"]["conditions"][2] = condition(
+        "Ready", "False", "GPU Operator version v26.7.0 is older than the minimum v26.7.1"
+    )
+    cluster.nodes[0]["status"]["conditions"] = [
+        condition("gpu-fractioning.nvidia.com/Ready", "False", "mpsd pod is not ready")
+    ]
+    found = failing(cluster, AGENTS_GATE)
+    assert "older than the minimum v26.7.1" in found["gpu-fractioning-config"]
+    assert "gpu-node-0: False" in found["node-ready"] and "mpsd pod is not ready" in found["node-ready"]
+
+
+@pytest.mark.parametrize(
+    ("log", "gap"),
+    [
+        ("capped default namespace=default activeThreadPercent=10\n", "no multi-user server"),
+        ("Adding server 'shared' [multiuser enabled]\n", "no cap of the default namespace at 10%"),
+        ("Adding server 'shared' [multiuser enabled]\nnamespace=default activeThreadPercent=100\n", "at 10%"),
+    ],
+)
+def test_mpsd_must_log_the_multi_user_server_and_the_default_cap(log: str, gap: str) -> None:
+    cluster = FakeCluster.ready()
+    cluster.logs = {"gpu-fractioning-mpsd-x1": log}
+    assert gap in failing(cluster, AGENTS_GATE)["mpsd-log"]
+
+
+def test_the_control_daemons_own_wording_of_the_cap_is_accepted() -> None:
+    cluster = FakeCluster.ready()
+    cluster.logs = {
+        "p": "Adding server 'shared' [multiuser enabled]\nnamespace default: active thread percentage 10.00\n"
+    }
+    assert "mpsd-log" not in failing(cluster, AGENTS_GATE)
+
+
+@dataclass
+class FakeClock:
+    time: float = 0.0
+
+    def clock(self) -> Clock:
+        return Clock(now=lambda: self.time, sleep=self.advance)
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+
+
+class BecomesReady(FakeCluster):
+    """No RuntimeClass until `after` seconds have passed on the clock."""
+
+    def __init__(self, clock: FakeClock, after: float) -> None:
+        ready = FakeCluster.ready()
+        super().__init__(**{f: copy.deepcopy(getattr(ready, f)) for f in ready.__dataclass_fields__})
+        self.clock, self.after = clock, after
+
+    def list_runtime_classes(self) -> list[Json]:
+        return super().list_runtime_classes() if self.clock.time >= self.after else []
+
+
+def test_the_wait_returns_once_the_step_holds_and_says_what_it_waited_for() -> None:
+    clock, said = FakeClock(), list[str]()
+    results = wait_for_gate(BecomesReady(clock, after=100), OPERATOR_GATE, clock.clock(), said.append)
+    assert all(r.passed for r in results)
+    assert said[0].startswith("GPU Operator ready: waiting, 0s of 30 min: runtime-class: RuntimeClass nvidia not found")
+    assert said[-1] == "GPU Operator ready: all 3 checks hold after 1 min 40s"
+    assert len(said) == 3, "one line when the wait starts, one a minute while nothing changes, one at the end"
+
+
+def test_a_gate_that_never_holds_fails_naming_what_is_missing_the_key_and_the_wait() -> None:
+    clock = FakeClock()
+    spec = GateSpec("gpu-operator", "gpu-operator", 120)
+    with pytest.raises(GateTimedOut) as failed:
+        wait_for_gate(BecomesReady(clock, after=10**6), spec, clock.clock(), lambda _: None)
+    message = str(failed.value)
+    assert message.startswith("GPU Operator ready: not after 2 min (gpuOperator.readyTimeoutSeconds is 120)")
+    assert "the next step was not started" in message
+    assert "runtime-class: RuntimeClass nvidia not found" in message
+    assert "GPU Operator ready: 2 of 3 checks passed" in message
+    assert "FAIL runtime-class" in message and "PASS cluster-policy" in message
+
+
+def test_gate_specs_follow_the_config() -> None:
+    registry = {"registry": {"server": "registry.example.com/team/kai-fork"}}
+    driver_620 = {"gpuOperator": {"driver": {"version": "620.10.01"}, "readyTimeoutSeconds": 2400}}
+    specs = gate_specs(parse_config({**registry, **driver_620}))
+    assert specs["gpu-operator"].minimum_driver_major == 620, "the operator installs the pinned driver"
+    assert specs["gpu-operator"].timeout_seconds == 2400
+    host = {"gpuOperator": {"driver": {"source": "host", "version": "620.10.01"}}}
+    assert gate_specs(parse_config({**registry, **host}))["gpu-operator"].minimum_driver_major == 615
