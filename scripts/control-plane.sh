@@ -4,7 +4,8 @@
 # kwok turning the Node objects in tests/fixtures/nodes/ into fake GPU nodes
 # whose pods go Running, and the stand-in operators of tests/operators doing at
 # run time what the GPU Operator, KAI's and gpu-fractioning's operators, nvml-mock,
-# GFD and the device plugins would. kwok also serves the kubelet API: `exec` into a fake
+# GFD and the device plugins would; and a container registry (distribution) with
+# htpasswd authentication over TLS, where the fork builds push their images. kwok also serves the kubelet API: `exec` into a fake
 # pod runs the command on this machine (with the stand-in GPU tools of
 # tests/fixtures/node-tools first on PATH), and pod logs come from files; tests
 # say which per pod with kwok's Exec/ClusterExec/Logs/ClusterLogs objects.
@@ -13,7 +14,8 @@
 #   build          build the binaries (and the kubectl and helm clients) once into the version-keyed cache
 #   up             build if needed, start everything, apply the fake nodes
 #   down [--purge] stop everything; --purge also deletes the instance's state
-#   env            print exports for eval: KUBECONFIG and PATH (incl. kubectl and helm)
+#   env            print exports for eval: KUBECONFIG, PATH (incl. kubectl, helm and crane) and the
+#                  registry's address, user, password file and CA (KGF_REGISTRY*)
 #   status         print what runs
 # Two instances run side by side, each with its own state and ports: `local` (the default), where
 # scripts/deploy-local.sh deploys, and `test`, which scripts/test.sh starts fresh and removes, so the
@@ -29,6 +31,8 @@ K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 HELM_VERSION=v3.22.0
+REGISTRY_VERSION=v3.1.2
+CRANE_VERSION=v0.22.1
 
 INSTANCE=local
 if [[ ${1:-} == --instance ]]; then
@@ -36,9 +40,9 @@ if [[ ${1:-} == --instance ]]; then
   shift 2 || true
 fi
 case $INSTANCE in
-  # etcd client port (peers use the next one), kube-apiserver, kwok's kubelet API.
-  local) PORTS=(12379 16443 20250) ;;
-  test) PORTS=(12479 16543 20350) ;;
+  # etcd client port (peers use the next one), kube-apiserver, kwok's kubelet API, the registry.
+  local) PORTS=(12379 16443 20250 15443) ;;
+  test) PORTS=(12479 16543 20350 15543) ;;
   *) printf 'control-plane.sh: unknown instance %q (local or test)\n' "$INSTANCE" >&2; exit 2 ;;
 esac
 KGF_SCRIPT="control-plane $INSTANCE"
@@ -55,8 +59,11 @@ NODE_TOOLS=$REPO/tests/fixtures/node-tools
 ETCD_PORT=${PORTS[0]}
 APISERVER_PORT=${PORTS[1]}
 KWOK_PORT=${PORTS[2]}
+REGISTRY_PORT=${PORTS[3]}
+REGISTRY_DIR=$STATE/registry
+REGISTRY_USER=kgf
 SERVICE_CIDR=10.96.0.0/16
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kgf-stand-in-operators)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kgf-stand-in-operators registry)
 OPERATORS=$REPO/tests/operators
 
 log() { say "$*"; }
@@ -146,6 +153,19 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 }
 
+registry_is_current() {
+  has_version registry "$REGISTRY_VERSION" --version && has_version crane "$CRANE_VERSION" version &&
+    [[ -x $BIN/kgf-htpasswd && $BIN/kgf-htpasswd -nt $REPO/tools/standin-plugins/kgf-htpasswd/main.go ]]
+}
+
+# The registry, crane (pushes and tags images without a Docker engine) and an htpasswd writer:
+# the registry accepts only bcrypt hashes, which openssl does not make.
+build_registry() {
+  GOBIN=$BIN go install -trimpath -ldflags="-s -w" "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION"
+  GOBIN=$BIN go install -trimpath -ldflags="-s -w" "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"
+  (cd "$REPO/tools/standin-plugins" && go build -trimpath -o "$BIN/kgf-htpasswd" ./kgf-htpasswd)
+}
+
 # Builds what is missing, one progress line per build; a warm run prints nothing. A subshell, so
 # the build lock is released before any component starts (they would inherit it), and the build
 # functions that cd into their wrapper modules run in subshells of their own.
@@ -162,6 +182,7 @@ cmd_build() (
   etcd_is_current || todo+=(etcd)
   kwok_is_current || todo+=(kwok)
   helm_is_current || todo+=(helm)
+  registry_is_current || todo+=(registry)
   for item in "${todo[@]}"; do
     i=$((i + 1))
     case $item in
@@ -170,6 +191,7 @@ cmd_build() (
       etcd) phase "$i/${#todo[@]}" "etcd $ETCD_VERSION" "1 min" "$BUILD_LOG" build_etcd ;;
       kwok) phase "$i/${#todo[@]}" "kwok $KWOK_VERSION" "2 min" "$BUILD_LOG" build_kwok ;;
       helm) phase "$i/${#todo[@]}" "helm $HELM_VERSION" "2 min" "$BUILD_LOG" build_helm ;;
+      registry) phase "$i/${#todo[@]}" "registry $REGISTRY_VERSION and crane $CRANE_VERSION" "3 min" "$BUILD_LOG" build_registry ;;
     esac
   done
 )
@@ -269,6 +291,9 @@ make_pki() {
     # system:masters is cluster-admin; every component and the tests use it.
     leaf admin "/O=system:masters/CN=kgf-admin" extendedKeyUsage=clientAuth
     leaf kwok /CN=kwok-kubelet extendedKeyUsage=serverAuth subjectAltName=IP:127.0.0.1
+    leaf registry /CN=kgf-registry extendedKeyUsage=serverAuth subjectAltName=IP:127.0.0.1,DNS:localhost
+    # What clients of the registry trust: the system's CAs and this one (for SSL_CERT_FILE).
+    [[ -f trust.pem ]] || cat /etc/ssl/certs/ca-certificates.crt ca.crt >trust.pem 2>/dev/null || cp ca.crt trust.pem
     if [[ ! -f sa.key ]]; then
       quiet openssl genrsa -out sa.key 2048
       quiet openssl rsa -in sa.key -pubout -out sa.pub
@@ -315,6 +340,35 @@ start_stand_in_operators() {
     --kubeconfig="$KUBECONFIG_FILE" --workdir="$STATE/stand-in-operators" \
     >>"$STATE/logs/kgf-stand-in-operators.log" 2>&1 </dev/null &
   echo $! >"$STATE/run/kgf-stand-in-operators.pid"
+}
+
+# The registry: TLS from the instance's CA, one htpasswd user whose password is made once and
+# kept in the instance's state (KGF_REGISTRY_PASSWORD_FILE), images on disk there too.
+start_registry() {
+  local password=$REGISTRY_DIR/password
+  mkdir -p "$REGISTRY_DIR/data"
+  if [[ ! -f $password ]]; then
+    (umask 077 && openssl rand -hex 16 >"$password")
+    "$BIN/kgf-htpasswd" "$REGISTRY_USER" <"$password" >"$REGISTRY_DIR/htpasswd"
+  fi
+  cat >"$REGISTRY_DIR/config.yml" <<YAML
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage: {filesystem: {rootdirectory: "$REGISTRY_DIR/data"}, delete: {enabled: true}}
+http:
+  addr: 127.0.0.1:$REGISTRY_PORT
+  secret: kgf-$INSTANCE-registry
+  tls: {certificate: "$STATE/pki/registry.crt", key: "$STATE/pki/registry.key"}
+auth: {htpasswd: {realm: kgf-registry, path: "$REGISTRY_DIR/htpasswd"}}
+YAML
+  # No tracing: it would send spans to a collector on localhost that does not exist.
+  OTEL_TRACES_EXPORTER=none start registry serve "$REGISTRY_DIR/config.yml"
+  wait_for "the registry on 127.0.0.1:$REGISTRY_PORT" 30 registry_answers
+}
+
+# Up, and asking for credentials.
+registry_answers() {
+  [[ $(curl -s -o /dev/null -w '%{http_code}' --cacert "$STATE/pki/ca.crt" "https://127.0.0.1:$REGISTRY_PORT/v2/") == 401 ]]
 }
 
 cmd_up() {
@@ -396,6 +450,7 @@ YAML
   quiet kubectl apply -f "$NODES_DIR"
   wait_for "the fake nodes to be Ready" 60 kubectl wait --for=condition=Ready --timeout=1s -f "$NODES_DIR"
   start_stand_in_operators
+  start_registry
   fingerprint >"$STATE/run/fingerprint"
   log "up in $((SECONDS - start))s; KUBECONFIG=$KUBECONFIG_FILE"
 }
@@ -417,6 +472,10 @@ cmd_down() {
 cmd_env() {
   printf 'export KUBECONFIG=%q\n' "$KUBECONFIG_FILE"
   printf "export PATH=%q:\$PATH\n" "$BIN"
+  printf 'export KGF_REGISTRY=%q\n' "127.0.0.1:$REGISTRY_PORT"
+  printf 'export KGF_REGISTRY_USERNAME=%q\n' "$REGISTRY_USER"
+  printf 'export KGF_REGISTRY_PASSWORD_FILE=%q\n' "$REGISTRY_DIR/password"
+  printf 'export KGF_REGISTRY_TRUST=%q\n' "$STATE/pki/trust.pem"
 }
 
 cmd_status() {

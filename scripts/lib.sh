@@ -61,13 +61,12 @@ ensure_venv() {
 }
 
 # ensure_engine_venv: the virtualenv the Pulumi engine runs the program and the policy pack in.
-# It holds the program's and the pack's requirements, as a user's .venv does, without
-# pulumi-command and pulumi-docker: the Python host asks for the plugin of every installed Pulumi
-# SDK, and those two cannot be built from the Go module proxy. The local stacks use neither.
+# It holds the program's and the pack's requirements, as a user's .venv does. The Python host asks
+# for the plugin of every installed Pulumi SDK: scripts/toolchain.sh installs them (stand-ins for
+# pulumi-command and pulumi-docker).
 ensure_engine_venv() {
 	mkdir -p "$KGF_STATE_DIR"
-	grep -vE '^(pulumi-command|pulumi-docker)==' "$KGF_REPO/requirements.txt" >"$KGF_STATE_DIR/engine-requirements.txt"
-	ensure_venv "$KGF_STATE_DIR/engine-venv" "$KGF_STATE_DIR/engine-requirements.txt" "$KGF_REPO/policy/requirements.txt"
+	ensure_venv "$KGF_STATE_DIR/engine-venv" "$KGF_REPO/requirements.txt" "$KGF_REPO/policy/requirements.txt"
 	# policy/PulumiPolicy.yaml runs the pack in policy/venv.
 	ln -sfn "$KGF_STATE_DIR/engine-venv" "$KGF_REPO/policy/venv"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check and test tier:
-#   lint and type checks;
+#   lint and type checks (Python, shell, workflows, the stand-in plugins' Go);
 #   unit and policy tests (Pulumi mocks, direct policy calls);
 #   the integration tier: the real Pulumi engine and providers against a local control plane.
 # Everything it needs is built or installed by the scripts it calls, and cached outside the repo.
@@ -37,6 +37,15 @@ fi
 
 say "Pulumi toolchain"
 eval "$(scripts/toolchain.sh env)"
+
+say "Stand-in provider plugins: gofmt, go vet, go test"
+(
+	cd tools/standin-plugins
+	unformatted=$(gofmt -l .)
+	[[ -z $unformatted ]] || { say "gofmt would change: $unformatted"; exit 1; }
+	go vet ./...
+	go test ./...
+)
 
 say "The tests' own control plane"
 control_plane=(scripts/control-plane.sh --instance test)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the real Pulumi CLI, its Python language host and the kubernetes provider plugin from the
 # Go module proxy (GitHub and get.pulumi.com are unreachable here) and caches them outside the
-# repo, so the integration tests can run the Pulumi engine offline.
+# repo, so the integration tests can run the Pulumi engine offline. The command and docker
+# provider plugins are not on the proxy: STAND-INS for them (tools/standin-plugins) are built and
+# installed instead, for the engine to run what uses pulumi-command and pulumi-docker.
 #
 # Usage:
 #   scripts/toolchain.sh        build whatever is missing or stale, then print a summary
@@ -13,7 +15,7 @@
 # Cache: ${KGF_CACHE:-~/.cache/kai-gpu-fractions}/toolchain/pulumi-v<pulumi>-k8s-<kubernetes>/
 #   bin/    pulumi, pulumi-language-python, pulumi-language-python-exec and
 #           pulumi-resource-pulumi-python (this directory goes on PATH)
-#   home/   PULUMI_HOME; the kubernetes provider is installed into home/plugins/
+#   home/   PULUMI_HOME; the kubernetes provider and the stand-in plugins are installed into home/plugins/
 #   build/  generated Go wrapper modules (rebuilt from scratch on every build)
 set -euo pipefail
 
@@ -174,6 +176,8 @@ kubernetes_is_installed() {
 	go_built_from "$PULUMI_HOME/plugins/resource-kubernetes-v$K8S_VERSION/pulumi-resource-kubernetes" "${K8S_MODULES[@]}"
 }
 
+standin_plugins() { PATH=$pulumi_dir:$PATH "$repo/tools/standin-plugins/build.sh" "$@"; }
+
 build_and_install_kubernetes() {
 	go_built_from "$build/kubernetes/pulumi-resource-kubernetes" "${K8S_MODULES[@]}" || build_kubernetes
 	install_kubernetes
@@ -192,12 +196,14 @@ ensure() {
 		language_host_is_current || todo+=(language-host)
 	fi
 	kubernetes_is_installed || todo+=(kubernetes)
+	standin_plugins check || todo+=(stand-ins)
 	for item in "${todo[@]}"; do
 		i=$((i + 1))
 		case $item in
 		cli) phase "$i/${#todo[@]}" "Pulumi CLI v$PULUMI_VERSION" "5 min" "$log" build_cli ;;
 		language-host) phase "$i/${#todo[@]}" "Pulumi Python language host" "2 min" "$log" build_language_host ;;
 		kubernetes) phase "$i/${#todo[@]}" "pulumi-resource-kubernetes $K8S_VERSION" "11 min" "$log" build_and_install_kubernetes ;;
+		stand-ins) phase "$i/${#todo[@]}" "STAND-IN command and docker plugins" "4 min" "$log" standin_plugins ;;
 		esac
 	done
 }
@@ -210,7 +216,7 @@ Pulumi toolchain in $cache
   pulumi                      $("$pulumi_dir/pulumi" version) ($pulumi_source, $pulumi_dir)
   pulumi-language-python      $host
   pulumi-resource-kubernetes  $K8S_VERSION ($K8S_PROVIDER_VERSION, installed in PULUMI_HOME=$PULUMI_HOME)
-  pulumi-resource-command and pulumi-resource-docker: not built; the Go module proxy serves neither github.com/pulumi/pulumi-command/provider nor github.com/pulumi/pulumi-docker/provider/v4
+  pulumi-resource-command 1.2.1 and pulumi-resource-docker 5.2.0: STAND-INS (tools/standin-plugins); the Go module proxy serves neither real provider
 Use it with: eval "\$(scripts/toolchain.sh env)"
 EOF
 }
