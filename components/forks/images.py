@@ -12,20 +12,48 @@ from components.config.model import ImageMode, RegistryConfig
 from components.forks.recipes import ForkRecipe
 from components.forks.registry import RegistryCredentials
 
-# Variables go on the make command line, as in the build guide: the environment alone does not
-# override a Makefile's plain assignments.
-BUILD_SCRIPT = """set -eu
+LOGIN = """set -eu
 cd "$FORK_CHECKOUT"
 if [ -n "${REGISTRY_PASSWORD:-}" ]; then
-  printf '%s' "$REGISTRY_PASSWORD" | docker login "$REGISTRY_HOST" -u "$REGISTRY_USERNAME" --password-stdin >&2
+  if ! printf '%s' "$REGISTRY_PASSWORD" | docker login "$REGISTRY_HOST" -u "$REGISTRY_USERNAME" --password-stdin >&2
+  then
+    echo "docker login to $REGISTRY_HOST failed:" \\
+      "check kai-gpu-fractions:registry.username and registryPassword" >&2
+    exit 1
+  fi
 fi
 """
 
 
-def build_command(recipe: ForkRecipe, variables: dict[str, str]) -> str:
-    """The fork's make invocation, reading each variable from the command's environment."""
+def make_invocation(recipe: ForkRecipe, variables: dict[str, str]) -> str:
+    """The fork's make invocation, reading each variable from the command's environment.
+
+    Variables go on the make command line, as in the build guide: the environment alone does not
+    override a Makefile's plain assignments."""
     arguments = " ".join(f'{key}="${key}"' for key in variables)
-    return f"{BUILD_SCRIPT}{recipe.make_command} {arguments} >&2\n"
+    return f"{recipe.make_command} {arguments} >&2\n"
+
+
+def build_command(recipe: ForkRecipe, variables: dict[str, str]) -> str:
+    """Builds and pushes the fork's images; its stdout is the tag pushed, for the next retag."""
+    return f"{LOGIN}{make_invocation(recipe, variables)}printf '%s\\n' \"${recipe.tag_variable}\"\n"
+
+
+def retag_command(recipe: ForkRecipe, variables: dict[str, str]) -> str:
+    """Runs when the build's inputs change but not its triggers: the pair's tag names both pins, so
+    a bump of the other fork gives this one a new tag; its images are tagged in the registry, not
+    rebuilt. A state without the previous tag (stdout) rebuilds."""
+    tag = f"${{{recipe.tag_variable}}}"
+    return (
+        f"{LOGIN}previous=${{PULUMI_COMMAND_STDOUT:-}}\n"
+        f'if [ -z "$previous" ]; then\n  {make_invocation(recipe, variables)}'
+        f'elif [ "$previous" != "{tag}" ]; then\n'
+        f"  for image in {' '.join(recipe.images)}; do\n"
+        f'    docker buildx imagetools create --tag "$DOCKER_REPO_BASE/$image:{tag}" \\\n'
+        '      "$DOCKER_REPO_BASE/$image:$previous" >&2\n'
+        "  done\nfi\n"
+        f"printf '%s\\n' \"{tag}\"\n"
+    )
 
 
 @dataclass(frozen=True)
@@ -44,8 +72,9 @@ class ForkImages(pulumi.ComponentResource):
     """Builds and pushes one fork's images (mode `build`), then reads each image's digest from the
     registry (modes `build` and `verify`); `prebuilt` trusts images mirrored out of band.
 
-    Rebuilds happen only when the pin, registry, tag or platform change. Depending on this
-    component means waiting until every image is pushed and found in the registry.
+    Rebuilds happen only when the fork's pin, the registry or the platform change; a new tag alone
+    is put on the images already pushed. Depending on this component means waiting until every
+    image is pushed and found in the registry.
     """
 
     digests: pulumi.Output[dict[str, str]]
@@ -60,8 +89,11 @@ class ForkImages(pulumi.ComponentResource):
         else:
             # Recording the digests as a resource makes "depends on this component" include the
             # registry check, not only the build: invokes are not resources and carry no edge.
+            # A Stash keeps its first value until replaced, so new digests replace it.
             verified = pulumi.Stash(
-                f"{name}-verified", input=self._verify(name, args, pushed), opts=pulumi.ResourceOptions(parent=self)
+                f"{name}-verified",
+                input=self._verify(name, args, pushed),
+                opts=pulumi.ResourceOptions(parent=self, replace_on_changes=["input"]),
             )
             self.digests = verified.output
         self.register_outputs({"digests": self.digests})
@@ -85,8 +117,9 @@ class ForkImages(pulumi.ComponentResource):
         build = local.Command(
             f"{name}-build",
             create=build_command(args.recipe, variables),
+            update=retag_command(args.recipe, variables),
             environment=environment,
-            triggers=[args.commit, registry.server, args.tag, args.platform or "host"],
+            triggers=[args.commit, registry.server, args.platform or "host"],
             opts=pulumi.ResourceOptions(parent=self),
         )
         return build.stdout.apply(lambda _: args.tag)

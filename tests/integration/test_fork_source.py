@@ -1,54 +1,34 @@
 """The gpu-fractioning chart from its fork's pinned commit, under the real engine, and a fresh machine.
 
-The fork is a local repository whose pull request ref carries the stand-in chart at the fork's
-chart path (operator/charts); KAI keeps its stand-in chart directory, because its real chart needs
-`helm dependency build` and there is no helm on the test machine.
+The fork is the stand-in gpu-fractioning fork (tests/integration/stand_in_forks.py), whose pull
+request ref carries the stand-in chart at the fork's chart path (operator/charts). Images are not
+built here (`forks.images: prebuilt`); tests/integration/test_fork_supply.py builds them.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from components.forks.recipes import GPU_FRACTIONING
 from tests.integration.conftest import leftovers
+from tests.integration.stand_in_forks import git, make_stand_in_fork
 from tests.integration.test_fork_stack import PASSWORD, a100_config
-from tests.integration.workspace import REPO, Workspace, kubectl_json
+from tests.integration.workspace import Workspace, kubectl_json
 
 pytestmark = pytest.mark.integration
 
-PULL_REQUEST = 147
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def fork_with_stand_in_chart(base: Path) -> tuple[str, str]:
-    """A bare repository with the stand-in chart on refs/pull/147/head; returns its path and commit."""
-    work = base / "gpu-fractioning"
-    shutil.copytree(REPO / "tests" / "fixtures" / "charts" / "gpu-fractioning", work / "operator" / "charts")
-    git(work, "init", "-q")
-    git(work, "-c", "user.email=dev@example.com", "-c", "user.name=dev", "add", ".")
-    git(work, "-c", "user.email=dev@example.com", "-c", "user.name=dev", "commit", "-q", "-m", "stand-in chart")
-    bare = base / "gpu-fractioning.git"
-    git(base, "init", "-q", "--bare", str(bare))
-    git(work, "push", "-q", str(bare), f"HEAD:refs/pull/{PULL_REQUEST}/head")
-    return str(bare), git(work, "rev-parse", "HEAD")
-
 
 def test_a_fresh_machine_checks_the_fork_out_again_and_sees_no_changes(tmp_path: Path) -> None:
-    repository, commit = fork_with_stand_in_chart(tmp_path)
+    fork = make_stand_in_fork(tmp_path, GPU_FRACTIONING)
+    commit = fork.commits["pinned"]
     workspace = Workspace.create(tmp_path / "stack")
     config = a100_config()
     del config["gpuFractioning"]  # the chart comes from the fork checkout
-    config["forks"] = {
-        **config["forks"],
-        "gpuFractioning": {"repository": repository, "pullRequest": PULL_REQUEST, "commit": commit},
-    }
+    config["forks"] = {**config["forks"], "gpuFractioning": fork.pin()}
     workspace.new_stack("fork-chart", config, secrets={"registryPassword": PASSWORD})
     checkout = workspace.root / ".forks" / "kai-gpu-fractioning" / commit[:12]
     try:

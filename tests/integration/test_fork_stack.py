@@ -1,6 +1,7 @@
 """The a100 stack under the real engine on the local control plane, with stand-in charts.
 
-Image builds are skipped (`forks.images: prebuilt`): there is no Docker engine or registry here.
+Image builds are skipped here (`forks.images: prebuilt`); tests/integration/test_fork_supply.py
+builds, pushes and verifies them against the control plane's registry.
 """
 
 from __future__ import annotations

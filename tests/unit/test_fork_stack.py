@@ -298,6 +298,28 @@ def test_changing_one_pin_rebuilds_exactly_that_fork(run_program: ProgramRunner)
     assert old["kai-gpu-fractioning-images-build"] == new["kai-gpu-fractioning-images-build"]
 
 
+def test_a_bump_of_one_fork_retags_the_other_under_the_pairs_new_tag_instead_of_rebuilding_it(
+    run_program: ProgramRunner,
+) -> None:
+    before, _ = run_program(A100)
+    bumped = "1" * 40
+    after, outputs = run_program(with_overrides(A100, forks={"kaiScheduler": {"commit": bumped}}))
+    old, new = commands_by_name(before), commands_by_name(after)
+    fractioning_before, fractioning_after = (
+        old["kai-gpu-fractioning-images-build"],
+        new["kai-gpu-fractioning-images-build"],
+    )
+    assert fractioning_before["triggers"] == fractioning_after["triggers"], "no rebuild of the unchanged fork"
+    assert (
+        fractioning_after["environment"]["VERSION"]
+        == outputs["imageTag"]
+        != fractioning_before["environment"]["VERSION"]
+    )
+    assert "docker buildx imagetools create" in fractioning_after["update"], "the new tag is put on the pushed images"
+    assert "make " not in fractioning_after["update"].split("elif")[1], "retagging never runs make"
+    assert old["kai-scheduler-images-build"]["triggers"] != new["kai-scheduler-images-build"]["triggers"]
+
+
 def test_unchanged_pins_give_identical_build_inputs_so_a_rerun_builds_nothing(run_program: ProgramRunner) -> None:
     first, _ = run_program(A100)
     second, _ = run_program(A100)
@@ -308,7 +330,7 @@ def test_unchanged_pins_give_identical_build_inputs_so_a_rerun_builds_nothing(ru
 def test_the_platform_is_a_rebuild_trigger(platform: str | None, run_program: ProgramRunner) -> None:
     engine, _ = run_program(with_overrides(A100, forks={"platform": platform} if platform else {}))
     triggers = commands_by_name(engine)["kai-scheduler-images-build"]["triggers"]
-    assert triggers == [KAI_COMMIT, REGISTRY, TAG, platform or "host"]
+    assert triggers == [KAI_COMMIT, REGISTRY, platform or "host"]
 
 
 def test_every_expected_image_is_verified_in_the_registry_and_its_digest_exported(run_program: ProgramRunner) -> None:
