@@ -2,10 +2,9 @@
 
 1. Evaluation cost per resource: every policy of the pack over this project's two stacks, called
    directly the way the analyzer server calls them (no engine).
-2. With the real engine (run under scripts/test.sh's environment, or after `eval` of the toolchain
-   and control-plane `env` output): `pulumi preview` of the dev stack on the local control plane,
+2. With the real engine: `pulumi preview` of the dev stack on the benchmarks' control plane,
    alternating with and without `--policy-pack policy`, and the overhead of the pack.
-Usage: PYTHONPATH=.:policy .venv/bin/python benchmarks/policy_pack.py [--rounds N]
+Usage: scripts/benchmark.sh policy_pack [-- --rounds N]
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ def preview_overhead(rounds: int) -> tuple[float, float] | None:
 
     with tempfile.TemporaryDirectory() as base:
         workspace = Workspace.create(Path(base))
-        workspace.new_stack("bench", dev_config())
+        workspace.new_stack("bench", {**dev_config(), "lab": {**dev_config()["lab"], "prove": False}})
         workspace.pulumi("preview", stack="bench")  # warm the plugin and chart caches
         plain: list[float] = []
         with_pack: list[float] = []

@@ -7,7 +7,8 @@ Each sample is a fresh interpreter that measures, in order:
               and the program's own modules: a fixed import cost any program using them pays;
   evaluation  running __main__.py under mocks: config validation, every registration and output;
   again       a second evaluation in the same process (all imports warm).
-Usage: .venv/bin/python benchmarks/program_evaluation.py [--samples N]
+Usage: scripts/benchmark.sh program_evaluation [-- --samples N] (it needs no cluster, so
+`.venv/bin/python benchmarks/program_evaluation.py [--samples N]` works as well).
 """
 
 from __future__ import annotations

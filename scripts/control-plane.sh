@@ -10,16 +10,16 @@
 # tests/fixtures/node-tools first on PATH), and pod logs come from files; tests
 # say which per pod with kwok's Exec/ClusterExec/Logs/ClusterLogs objects.
 #
-# Usage: scripts/control-plane.sh [--instance local|test] build | up | down [--purge] | env | status
+# Usage: scripts/control-plane.sh [--instance local|test|bench] build | up | down [--purge] | env | status
 #   build          build the binaries (and the kubectl and helm clients) once into the version-keyed cache
 #   up             build if needed, start everything, apply the fake nodes
 #   down [--purge] stop everything; --purge also deletes the instance's state
 #   env            print exports for eval: KUBECONFIG, PATH (incl. kubectl, helm and crane) and the
 #                  registry's address, user, password file and CA (KGF_REGISTRY*)
 #   status         print what runs
-# Two instances run side by side, each with its own state and ports: `local` (the default), where
-# scripts/deploy-local.sh deploys, and `test`, which scripts/test.sh starts fresh and removes, so the
-# tests never touch a local deployment.
+# Instances run side by side, each with its own state and ports: `local` (the default), where
+# scripts/deploy-local.sh deploys, and `test` and `bench`, which scripts/test.sh and
+# scripts/benchmark.sh start fresh and remove, so neither ever touches a local deployment.
 # Environment: KGF_CACHE (default ~/.cache/kai-gpu-fractions; build logs in its logs/),
 #   KGF_STATE_DIR (default <repo>/.state; the instance's state is in control-plane/<instance>).
 set -euo pipefail
@@ -43,7 +43,8 @@ case $INSTANCE in
   # etcd client port (peers use the next one), kube-apiserver, kwok's kubelet API, the registry.
   local) PORTS=(12379 16443 20250 15443) ;;
   test) PORTS=(12479 16543 20350 15543) ;;
-  *) printf 'control-plane.sh: unknown instance %q (local or test)\n' "$INSTANCE" >&2; exit 2 ;;
+  bench) PORTS=(12579 16643 20450 15643) ;;
+  *) printf 'control-plane.sh: unknown instance %q (local, test or bench)\n' "$INSTANCE" >&2; exit 2 ;;
 esac
 KGF_SCRIPT="control-plane $INSTANCE"
 

@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, Self
@@ -127,12 +128,17 @@ def isolator_patch(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return patch
 
 
+Patcher = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
 class _AdmissionHandler(BaseHTTPRequestHandler):
+    server: _AdmissionServer
+
     def do_POST(self) -> None:
         review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         request = review["request"]
         response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
-        patch = isolator_patch(request["object"])
+        patch = self.server.patcher(request["object"])
         if patch:
             response |= {"patchType": "JSONPatch", "patch": base64.b64encode(json.dumps(patch).encode()).decode()}
         body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
@@ -145,19 +151,23 @@ class _AdmissionHandler(BaseHTTPRequestHandler):
         pass
 
 
-class StandInIsolatorWebhook:
-    """Stands in for kai-resource-isolator's mutating webhook: an HTTPS server on 127.0.0.1 that the
-    API server calls for pods in `namespace`, mounting HAMi-core's paths into pods with a GPU share."""
+class _AdmissionServer(HTTPServer):
+    def __init__(self, patcher: Patcher) -> None:
+        super().__init__(("127.0.0.1", 0), _AdmissionHandler)
+        self.patcher = patcher
 
-    NAME = "stand-in-kai-resource-isolator"
 
-    def __init__(self, workdir: Path, namespace: str = "default") -> None:
-        self.workdir, self.namespace = workdir, namespace
-        self._server: HTTPServer | None = None
+class StandInMutatingWebhook:
+    """A real HTTPS admission server on 127.0.0.1, registered with the API server for pods created
+    in `namespace`, answering with `patcher`'s JSON patch."""
+
+    def __init__(self, name: str, patcher: Patcher, workdir: Path, namespace: str = "default") -> None:
+        self.name, self.patcher, self.workdir, self.namespace = name, patcher, workdir, namespace
+        self._server: _AdmissionServer | None = None
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> StandInIsolatorWebhook:
-        cert, key = self.workdir / "webhook.crt", self.workdir / "webhook.key"
+    def __enter__(self) -> Self:
+        cert, key = self.workdir / f"{self.name}.crt", self.workdir / f"{self.name}.key"
         subprocess.run(
             ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
             + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
@@ -166,7 +176,7 @@ class StandInIsolatorWebhook:
         )
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
-        self._server = HTTPServer(("127.0.0.1", 0), _AdmissionHandler)
+        self._server = _AdmissionServer(self.patcher)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -175,7 +185,7 @@ class StandInIsolatorWebhook:
         return self
 
     def __exit__(self, *_: object) -> None:
-        kubectl("delete", "mutatingwebhookconfiguration", self.NAME, "--ignore-not-found")
+        kubectl("delete", "mutatingwebhookconfiguration", self.name, "--ignore-not-found")
         if self._server:
             self._server.shutdown()
             self._server.server_close()
@@ -184,10 +194,10 @@ class StandInIsolatorWebhook:
         return {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": self.NAME},
+            "metadata": {"name": self.name},
             "webhooks": [
                 {
-                    "name": "pods.stand-in.kai-resource-isolator.test",
+                    "name": f"pods.{self.name}.test",
                     "clientConfig": {
                         "url": f"https://127.0.0.1:{port}/mutate",
                         "caBundle": base64.b64encode(ca).decode(),
@@ -203,3 +213,9 @@ class StandInIsolatorWebhook:
                 }
             ],
         }
+
+
+def isolator_webhook(workdir: Path) -> StandInMutatingWebhook:
+    """Stands in for kai-resource-isolator's mutating webhook: mounts HAMi-core's paths into pods
+    with a GPU share in the default namespace."""
+    return StandInMutatingWebhook("stand-in-kai-resource-isolator", isolator_patch, workdir)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import leftovers
-from tests.integration.stand_ins import StandInIsolatorWebhook, StandInQueueAccounting
+from tests.integration.stand_ins import StandInQueueAccounting, isolator_webhook
 from tests.integration.workspace import REPO, Workspace, helm, kubectl_json
 
 pytestmark = pytest.mark.integration
@@ -45,7 +45,7 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     base = tmp_path_factory.mktemp("dev")
     workspace = Workspace.create(base)
     workspace.new_stack("dev", dev_config())
-    with StandInIsolatorWebhook(base), StandInQueueAccounting("default-queue", gpu_memory_mib=40960):
+    with isolator_webhook(base), StandInQueueAccounting("default-queue", gpu_memory_mib=40960):
         yield workspace
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack="dev", check=False)
 

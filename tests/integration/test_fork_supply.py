@@ -6,12 +6,14 @@ htpasswd, TLS), the command plugin runs the builds and the docker plugin reads t
 the charts come from the checkouts. What cannot run here is replaced by labelled stand-ins: the
 command and docker provider plugins (tools/standin-plugins), the docker CLI
 (tests/fixtures/build-tools/docker: `login` and `buildx imagetools create` only) and the forks.
-The tests run in order, on one stack, as its operator would over time.
+The stack proves the caps with the smoke proof, against the stand-in node of test_proofs.py. The
+tests run in order, on one stack, as its operator would over time.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
 from tests.integration.conftest import leftovers
 from tests.integration.stand_in_forks import Registry, StandInFork, make_stand_in_fork
 from tests.integration.test_fork_stack import a100_config
+from tests.integration.test_proofs import CAPPED_EVIDENCE, StandInNode
 from tests.integration.workspace import Workspace, helm, kubectl_json
 
 pytestmark = pytest.mark.integration
@@ -31,6 +34,7 @@ STACK = "supply"
 KAI, FRACTIONING = KAI_SCHEDULER.key, GPU_FRACTIONING.key
 WRONG_PASSWORD = "not-the-registry-password-5c1d"
 OUT_OF_BAND_TAG = "mirrored-1"
+PROOF_CHECKS = ("binder-annotations", "injected-env", "mps-namespaces", "memory-view", "sm-share")
 
 
 @dataclass(frozen=True)
@@ -87,10 +91,15 @@ def supply_config(registry: Registry, forks: dict[str, StandInFork], **pins: dic
 def supply(
     tmp_path_factory: pytest.TempPathFactory, registry: Registry, forks: dict[str, StandInFork], machine: BuildMachine
 ) -> Iterator[Workspace]:
-    workspace = Workspace.create(tmp_path_factory.mktemp("supply"))
-    workspace.new_stack(STACK, supply_config(registry, forks), secrets={"registryPassword": registry.password})
-    yield workspace
-    workspace.pulumi("destroy", "--yes", "--skip-preview", stack=STACK, check=False, timeout=900)
+    base = tmp_path_factory.mktemp("supply")
+    workspace = Workspace.create(base)
+    config = supply_config(registry, forks)
+    config["smokeTest"] = {"prove": True}
+    workspace.new_stack(STACK, config, secrets={"registryPassword": registry.password})
+    with StandInNode(base) as node:
+        node.show(**CAPPED_EVIDENCE)
+        yield workspace
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack=STACK, check=False, timeout=900)
 
 
 def up(workspace: Workspace, *args: str, stack: str = STACK, check: bool = True) -> str:
@@ -145,6 +154,8 @@ def test_a_cold_up_builds_pushes_and_verifies_all_19_images_then_installs_the_pa
     assert operator["spec"]["template"]["spec"]["containers"][0]["image"] == image_reference(
         registry, "kai-gpu-fractioning", "operator", tag
     )
+    results = {result["check"]: result["passed"] for result in outputs["proof"]}
+    assert results == dict.fromkeys(PROOF_CHECKS, True), "the smoke proof holds on the pair just built"
     assert registry.password not in output
     for state_file in supply.state_files():
         assert registry.password not in state_file.read_text(errors="replace"), f"plaintext password in {state_file}"
@@ -221,8 +232,8 @@ def test_verify_mode_fails_naming_an_image_nobody_pushed_before_kai_changes(
     set_config(supply, "forks.tag", "never-pushed")
     output = up(supply, check=False)
     assert "error" in output.lower()
-    missing = image_reference(registry, "kai-scheduler", "scheduler", "never-pushed").split("/", 1)[1]
-    assert missing in output and "404" in output, output[-4000:]
+    missing = re.search(r"team/kai-fork/kai-(scheduler|gpu-fractioning)/[a-z-]+:never-pushed\b.*404", output)
+    assert missing, "the error names a missing image and the registry's answer: " + output[-4000:]
     assert revisions() == before, "no release moves to images that are not there"
     set_config(supply, "forks.tag", OUT_OF_BAND_TAG)
 
@@ -269,8 +280,8 @@ def test_a_build_that_pushes_nothing_fails_at_verification_before_kai_is_install
         assert (image_reference(registry, "kai-scheduler", "scheduler", tag), forks[KAI].commits["pushes-nothing"]) in (
             machine.builds()
         ), "the build ran"
-        missing = image_reference(registry, "kai-scheduler", "scheduler", tag).split("/", 1)[1]
-        assert missing in output and "404" in output, output[-4000:]
+        missing = re.search(rf"team/kai-fork/kai-scheduler/[a-z-]+:{tag}\b.*404", output)
+        assert missing, "the error names a missing KAI image and the registry's answer: " + output[-4000:]
         state = json.loads(workspace.pulumi("stack", "export", stack="trap").stdout)
         names = {resource["urn"].rsplit("::", 1)[1] for resource in state["deployment"].get("resources") or []}
         assert "kai-scheduler-release" not in names and "gpu-fractioning-release" not in names

@@ -3,7 +3,9 @@
 kwok serves the kubelet API of the fake node: `exec` runs the command on this machine, where
 tests/fixtures/node-tools stands in for nvidia-smi and nvidia-cuda-mps-control and prints the
 guide-shaped fixture the test names in a kwok Exec object; pod logs come from kwok Logs objects.
-A stand-in binder annotates the smoke pods and a stand-in mpsd pod answers the namespace list.
+A stand-in binder (a mutating webhook, so the annotations are there before the pod runs, as the
+real binder writes them before it binds) annotates the smoke pods, and a stand-in mpsd pod answers
+the namespace list.
 So this proves the proof's plumbing end to end (engine, dynamic provider, cluster access from a
 secret kubeconfig, exec through the API server, logs, outputs, a failed proof failing the update);
 it proves nothing about GPUs, which only a real GPU cluster can.
@@ -23,7 +25,7 @@ from components.checks.smoke_decisions import parse_annotation_grep
 from components.checks.smoke_proof import DEVICE_QUERY_POD
 from components.gpu_cluster.smoke_pods import SMOKE_POD_NAMES
 from tests.integration.conftest import leftovers
-from tests.integration.stand_ins import PollingStandIn, cri_log
+from tests.integration.stand_ins import StandInMutatingWebhook, cri_log
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import REPO, Workspace, kubectl, kubectl_json
 
@@ -36,24 +38,41 @@ AGENTS_NAMESPACE = "gpu-fractioning"
 INJECTED = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=19968M"}
 
 
+# The evidence of a correctly capped half-GPU pod: fixture names under tests/fixtures/proof.
+CAPPED_EVIDENCE: dict[str, Any] = {
+    "memory_total": "memory-total-capped.txt",
+    "device_query": "devicequery-half.txt",
+    "injected": INJECTED,
+    "namespace_list": "namespace-list-shared.txt",
+}
+
+
 def envs(values: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": name, "value": value} for name, value in values.items()]
 
 
-class StandInNode(PollingStandIn):
+def binder_annotations(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fork binder's annotations for a smoke pod, from the guide-shaped fixtures."""
+    name = pod.get("metadata", {}).get("name")
+    if name not in SMOKE_POD_NAMES:
+        return []
+    found = parse_annotation_grep((EVIDENCE / f"annotations-{name}.txt").read_text())
+    return [
+        {"op": "add", "path": "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1"), "value": value}
+        for key, value in found.items()
+    ]
+
+
+class StandInNode(StandInMutatingWebhook):
     """Test double for the GPU node and the fork's binder, as the smoke proof observes them.
 
-    It annotates each smoke pod as the binder would (before the proof reads it) and tells kwok what
-    each exec and log returns; the mpsd pod is the stand-in operator's.
+    It annotates each smoke pod as the binder would and tells kwok what each exec and log returns;
+    the mpsd pod is the stand-in operator's.
     """
 
-    interval = 0.2
-
     def __init__(self, workdir: Path) -> None:
-        super().__init__()
-        self.workdir = workdir
+        super().__init__("stand-in-kai-binder", binder_annotations, workdir, NAMESPACE)
         self.calls = workdir / "stand-in-calls.log"
-        self._annotated: set[str] = set()
 
     def show(self, *, memory_total: str, device_query: str, injected: dict[str, str], namespace_list: str) -> None:
         """Sets the evidence: fixture names under tests/fixtures/proof, and the env the pods see."""
@@ -98,17 +117,6 @@ class StandInNode(PollingStandIn):
             kubectl("delete", kind, "--all", "-n", NAMESPACE, check=False)
         kubectl("delete", "clusterexecs.kwok.x-k8s.io", "mpsd-stand-in", check=False)
 
-    def step(self) -> None:
-        for pod in set(SMOKE_POD_NAMES) - self._annotated:
-            if self._annotate(pod):
-                self._annotated.add(pod)
-
-    @staticmethod
-    def _annotate(pod: str) -> bool:
-        fixture = EVIDENCE / f"annotations-{pod}.txt"
-        pairs = [f"{key}={value}" for key, value in parse_annotation_grep(fixture.read_text()).items()]
-        return kubectl("annotate", "--overwrite", "pod", pod, "-n", NAMESPACE, *pairs, check=False).returncode == 0
-
 
 @pytest.fixture(scope="module")
 def proved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, StandInNode]]:
@@ -125,12 +133,7 @@ def proved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace
 
 def test_up_ends_with_the_proof_as_outputs(proved: tuple[Workspace, StandInNode]) -> None:
     workspace, node = proved
-    node.show(
-        memory_total="memory-total-capped.txt",
-        device_query="devicequery-half.txt",
-        injected=INJECTED,
-        namespace_list="namespace-list-shared.txt",
-    )
+    node.show(**CAPPED_EVIDENCE)
     workspace.pulumi("up", "--yes", "--skip-preview", stack="proof", timeout=1200)
 
     outputs = workspace.outputs("proof")

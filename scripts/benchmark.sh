@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs the benchmarks of benchmarks/ as documented there, each printing its figures side by side,
+# with everything they need: the Python environments, the Pulumi toolchain, and a control plane and
+# registry of their own (instance `bench`, made fresh and removed afterwards, even on failure), so a
+# local deployment is never touched.
+#
+# Usage: scripts/benchmark.sh [--short] NAME...|all [-- ARGS...]
+#   NAME     program_evaluation, policy_pack, engine_vs_helm, fork_supply; `all` runs each
+#   --short  one round or sample each: checks that they run and print, as CI does (the figures of
+#            a short run are not worth quoting)
+#   ARGS     passed to each benchmark, e.g. -- --rounds 5
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+KGF_SCRIPT=benchmark
+cd "$KGF_REPO"
+
+ALL=(program_evaluation policy_pack engine_vs_helm fork_supply)
+usage() {
+	sed -n 's/^# \{0,1\}//; 7,11p' "${BASH_SOURCE[0]}" >&2
+	exit 2
+}
+short=false names=() args=()
+while (($#)); do
+	case $1 in
+	--short) short=true ;;
+	all) names+=("${ALL[@]}") ;;
+	program_evaluation | policy_pack | engine_vs_helm | fork_supply) names+=("$1") ;;
+	--)
+		shift
+		args=("$@")
+		break
+		;;
+	*) usage ;;
+	esac
+	shift
+done
+((${#names[@]})) || usage
+
+ensure_venv "$KGF_REPO/.venv" requirements-dev.txt requirements.txt policy/requirements.txt
+ensure_engine_venv
+eval "$(scripts/toolchain.sh env)"
+control_plane=(scripts/control-plane.sh --instance bench)
+"${control_plane[@]}" down --purge # whatever an interrupted run left behind
+trap '"${control_plane[@]}" down --purge' EXIT
+"${control_plane[@]}" up
+eval "$("${control_plane[@]}" env)"
+export KGF_ENGINE_VENV=$KGF_STATE_DIR/engine-venv PYTHONPATH=$KGF_REPO:$KGF_REPO/policy
+
+for name in "${names[@]}"; do
+	extra=()
+	if $short; then
+		case $name in
+		program_evaluation) extra=(--samples 1) ;;
+		*) extra=(--rounds 1) ;;
+		esac
+	fi
+	say "$name"
+	.venv/bin/python -m "benchmarks.$name" "${extra[@]}" "${args[@]}"
+done
