@@ -26,9 +26,16 @@ phase() {
 	mkdir -p "$(dirname "$log")"
 	printf '\n== %s\n' "$(date -u +%FT%TZ) $what" >>"$log"
 	say "$step$what: started (usually $typical on 2 cores; full log: $log)"
+	# The ticker sleeps in the background and waits for it: a TERM then ends it at once, where a
+	# foreground sleep would hold it (and the caller's `wait`) for up to two more minutes.
 	(
-		trap 'exit 0' TERM
-		while sleep 120; do say "$step$what: $(minutes $((SECONDS - start))) so far"; done
+		trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+		while :; do
+			sleep 120 &
+			nap=$!
+			wait "$nap"
+			say "$step$what: $(minutes $((SECONDS - start))) so far"
+		done
 	) &
 	ticker=$!
 	"$@" >>"$log" 2>&1 </dev/null || status=$?
