@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -168,10 +169,25 @@ class ClusterReader(Protocol):
 HostFactsReader = Callable[[str], HostFacts]
 
 
+# A host check takes seconds (an SSH round trip, or a pod that is scheduled, runs and is read), so
+# the nodes are checked side by side, this many at a time: a large fleet costs about what a few
+# nodes cost, without opening hundreds of SSH sessions or check pods at once.
+HOST_CHECKS_AT_ONCE = 16
+
+
+def read_hosts(read_host: HostFactsReader, nodes: Sequence[NodeFacts]) -> list[NodeFacts]:
+    """Each node with its host facts, in the order given."""
+    if not nodes:
+        return []
+    with ThreadPoolExecutor(max_workers=min(HOST_CHECKS_AT_ONCE, len(nodes))) as pool:
+        hosts = list(pool.map(read_host, [node.name for node in nodes]))
+    return [replace(node, host=host) for node, host in zip(nodes, hosts, strict=True)]
+
+
 def collect_cluster_facts(reader: ClusterReader, read_host: HostFactsReader | None = None) -> ClusterFacts:
     nodes = select_gpu_nodes([node_facts(n) for n in reader.list_nodes()])
     if read_host is not None:
-        nodes = [replace(n, host=read_host(n.name)) for n in nodes]
+        nodes = read_hosts(read_host, nodes)
     policies = reader.list_cluster_objects(CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL)
     return ClusterFacts(
         gpu_nodes=nodes,

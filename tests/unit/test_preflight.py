@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from components.checks.cluster_facts import (
     ADMIN_RESOURCES,
+    HOST_CHECKS_AT_ONCE,
     ClusterFacts,
     HostFacts,
     NodeFacts,
@@ -567,6 +568,32 @@ def test_a_failing_runner_becomes_an_error_not_an_exception() -> None:
     facts = collect_cluster_facts(FakeReader([fixture_node()]), facts_reader(unreachable, NRI_SOCKET))
     host = facts.gpu_nodes[0].host
     assert host is not None and "no route to host" in (host.error or ""), "the preview still reports every row"
+
+
+def test_hosts_are_checked_side_by_side_at_most_sixteen_at_a_time_and_keep_their_order() -> None:
+    running, most, lock = 0, 0, threading.Lock()
+    released = threading.Event()
+
+    def slow(node: str) -> HostFacts:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+            if running == HOST_CHECKS_AT_ONCE:
+                released.set()
+        released.wait(timeout=5)  # every worker waits until the pool is full, then all go
+        with lock:
+            running -= 1
+        return HostFacts(driver_version=node)
+
+    nodes = [fixture_node() for _ in range(40)]
+    for i, node in enumerate(nodes):
+        node["metadata"]["name"] = f"gpu-node-{i}"
+    facts = collect_cluster_facts(FakeReader(nodes), slow)
+    assert most == HOST_CHECKS_AT_ONCE, f"{most} host checks ran at once"
+    assert [(n.name, n.host and n.host.driver_version) for n in facts.gpu_nodes] == [
+        (f"gpu-node-{i}", f"gpu-node-{i}") for i in range(40)
+    ]
 
 
 class FakeApiServer(BaseHTTPRequestHandler):
