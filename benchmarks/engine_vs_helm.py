@@ -7,8 +7,11 @@ On the local control plane with the stand-in charts, it measures:
   preview        `pulumi preview` of the deployed stack, next to the preview of an empty program
                  that loads the same provider
   no-op up       `pulumi up` with nothing to change, next to that preview
-Run it with scripts/benchmark.sh, which gives it a control plane of its own and the helm client
-the control plane builds (or another in KGF_HELM): `scripts/benchmark.sh engine_vs_helm [--rounds N]`.
+and prints where each cold up's seconds went (benchmarks/event_profile.py): the critical path of
+resource steps and the longest steps, from the engine's event log.
+Run it with scripts/benchmark.sh, which gives it a control plane of its own, the helm v3 client the
+control plane builds (or another in KGF_HELM) and a helm v4 client (KGF_HELM_V4):
+`scripts/benchmark.sh engine_vs_helm [-- --rounds N]`.
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from benchmarks import event_profile
 from components.config.load import parse_config
 from components.gpu_cluster.kai_scheduler import kai_lab_values
 from components.lab.gpu_node_labels import gpu_node_labels
@@ -127,37 +133,55 @@ def helm_cleanup(helm: str) -> None:
     kubectl("label", "node", NODE, "nvidia.com/gpu.memory-", "nvidia.com/gpu.product-", "nvidia.com/gpu.count-")
 
 
-def one_round(base: Path, round_number: int, helm: str, empty: Workspace) -> dict[str, float]:
+def profile(dev: Workspace, event_log: Path) -> str:
+    export = json.loads(dev.pulumi("stack", "export", stack="dev").stdout)
+    return event_profile.report(event_profile.read_events(event_log), event_profile.dependencies_from_export(export))
+
+
+def one_round(base: Path, round_number: int, helms: dict[str, str], empty: Workspace) -> dict[str, float]:
     dev = Workspace.create(base / f"dev-{round_number}")
     dev.new_stack("dev", bench_config())
+    event_log = base / f"cold-up-{round_number}.events"
     try:
         timings = {
-            "cold up": timed(lambda: dev.pulumi("up", "--yes", "--skip-preview", stack="dev")),
+            "cold up": timed(
+                lambda: event_log.write_text(dev.pulumi("up", "--yes", "--skip-preview", "--json", stack="dev").stdout)
+            ),
             "preview": timed(lambda: dev.pulumi("preview", stack="dev")),
             "empty preview": timed(lambda: empty.pulumi("preview", stack="empty")),
             "no-op up": timed(lambda: dev.pulumi("up", "--yes", "--skip-preview", stack="dev")),
         }
+        print(f"round {round_number + 1}, cold up, {profile(dev, event_log)}", flush=True)
     finally:
         dev.pulumi("destroy", "--yes", "--skip-preview", stack="dev", check=False)
-    work = base / f"helm-{round_number}"
-    work.mkdir()
-    try:
-        timings["helm script"] = timed(lambda: helm_script(helm, work))
-    finally:
-        helm_cleanup(helm)
+    for version, helm in helms.items():
+        work = base / f"helm-{version}-{round_number}"
+        work.mkdir()
+        try:
+            timings[f"helm {version}"] = timed(partial(helm_script, helm, work))
+        finally:
+            helm_cleanup(helm)
     return timings
+
+
+def helm_clients() -> dict[str, str]:
+    """The helm clients to script with, by version: the one on PATH (or KGF_HELM) and KGF_HELM_V4."""
+    paths = [os.environ.get("KGF_HELM") or shutil.which("helm"), os.environ.get("KGF_HELM_V4")]
+    clients = {}
+    for path in filter(None, paths):
+        version = subprocess.run([path, "version", "--short"], check=True, capture_output=True, text=True)
+        clients[version.stdout.strip().split("+")[0]] = path
+    if not clients:
+        raise SystemExit("no helm binary: set KGF_HELM or put helm on PATH")
+    return clients
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="The dev stack under Pulumi next to a helm script.")
     parser.add_argument("--rounds", type=int, default=3)
     rounds = parser.parse_args().rounds
-    helm = os.environ.get("KGF_HELM") or shutil.which("helm")
-    if not helm:
-        raise SystemExit("no helm binary: set KGF_HELM or put helm on PATH")
-    results: dict[str, list[float]] = {
-        k: [] for k in ("cold up", "helm script", "preview", "empty preview", "no-op up")
-    }
+    helms = helm_clients()
+    results: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as base:
         empty_program = Path(base) / "empty.py"
         empty_program.write_text(EMPTY_PROGRAM)
@@ -165,13 +189,14 @@ def main() -> None:
         empty.pulumi("stack", "init", "empty")
         kubectl("label", "node", NODE, "nvidia.com/gpu.memory-", "nvidia.com/gpu.product-", "nvidia.com/gpu.count-")
         for round_number in range(rounds):
-            for name, seconds in one_round(Path(base), round_number, helm, empty).items():
+            for name, seconds in one_round(Path(base), round_number, helms, empty).items():
                 results[name].append(seconds)
     median = {name: statistics.median(values) for name, values in results.items()}
     print(f"dev stack on the local control plane, median of {rounds} rounds (seconds)")
     for name, seconds in median.items():
         print(f"  {name:14} {seconds:7.2f}")
-    print(f"cold up / helm script:    {median['cold up'] / median['helm script']:.2f}x")
+    for version in helms:
+        print(f"cold up / helm {version} script: {median['cold up'] / median[f'helm {version}']:.2f}x")
     print(f"preview / empty preview:  {median['preview'] / median['empty preview']:.2f}x")
     print(f"no-op up / preview:       {median['no-op up'] / median['preview']:.2f}x")
 

@@ -38,6 +38,8 @@ while (($#)); do
 done
 ((${#names[@]})) || usage
 
+HELM_V4_VERSION=v4.3.1
+
 ensure_venv "$KGF_REPO/.venv" requirements-dev.txt requirements.txt policy/requirements.txt
 ensure_engine_venv
 eval "$(scripts/toolchain.sh env)"
@@ -47,6 +49,18 @@ trap '"${control_plane[@]}" down --purge' EXIT
 "${control_plane[@]}" up
 eval "$("${control_plane[@]}" env)"
 export KGF_ENGINE_VENV=$KGF_STATE_DIR/engine-venv PYTHONPATH=$KGF_REPO:$KGF_REPO/policy
+
+# engine_vs_helm scripts the install with both helm majors: v3 from the control plane, v4 here.
+if [[ " ${names[*]} " == *" engine_vs_helm "* ]]; then
+	helm_v4=$KGF_CACHE/helm-$HELM_V4_VERSION/bin/helm
+	if [[ ! -x $helm_v4 ]]; then
+		phase "" "helm $HELM_V4_VERSION" "2 min" "$KGF_CACHE/logs/helm-$HELM_V4_VERSION.log" \
+			env GOBIN="$(dirname "$helm_v4")" CGO_ENABLED=0 go install -trimpath \
+			-ldflags="-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_V4_VERSION" \
+			"helm.sh/helm/v4/cmd/helm@$HELM_V4_VERSION"
+	fi
+	export KGF_HELM_V4=$helm_v4
+fi
 
 for name in "${names[@]}"; do
 	extra=()
