@@ -187,12 +187,12 @@ cmd_build() (
   for item in "${todo[@]}"; do
     i=$((i + 1))
     case $item in
-      kubernetes) phase "$i/${#todo[@]}" "Kubernetes $K8S_VERSION (${kubernetes[*]##*/})" "13 min" "$BUILD_LOG" \
+      kubernetes) phase "$i/${#todo[@]}" "Kubernetes $K8S_VERSION (${kubernetes[*]##*/})" "8-9 min" "$BUILD_LOG" \
         build_kubernetes "${kubernetes[@]}" ;;
       etcd) phase "$i/${#todo[@]}" "etcd $ETCD_VERSION" "1 min" "$BUILD_LOG" build_etcd ;;
       kwok) phase "$i/${#todo[@]}" "kwok $KWOK_VERSION" "2 min" "$BUILD_LOG" build_kwok ;;
       helm) phase "$i/${#todo[@]}" "helm $HELM_VERSION" "2 min" "$BUILD_LOG" build_helm ;;
-      registry) phase "$i/${#todo[@]}" "registry $REGISTRY_VERSION and crane $CRANE_VERSION" "3 min" "$BUILD_LOG" build_registry ;;
+      registry) phase "$i/${#todo[@]}" "registry $REGISTRY_VERSION and crane $CRANE_VERSION" "1-2 min" "$BUILD_LOG" build_registry ;;
     esac
   done
 )

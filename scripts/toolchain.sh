@@ -200,10 +200,10 @@ ensure() {
 	for item in "${todo[@]}"; do
 		i=$((i + 1))
 		case $item in
-		cli) phase "$i/${#todo[@]}" "Pulumi CLI v$PULUMI_VERSION" "5 min" "$log" build_cli ;;
-		language-host) phase "$i/${#todo[@]}" "Pulumi Python language host" "2 min" "$log" build_language_host ;;
+		cli) phase "$i/${#todo[@]}" "Pulumi CLI v$PULUMI_VERSION" "5-6 min" "$log" build_cli ;;
+		language-host) phase "$i/${#todo[@]}" "Pulumi Python language host" "1 min" "$log" build_language_host ;;
 		kubernetes) phase "$i/${#todo[@]}" "pulumi-resource-kubernetes $K8S_VERSION" "11 min" "$log" build_and_install_kubernetes ;;
-		stand-ins) phase "$i/${#todo[@]}" "STAND-IN command and docker plugins" "4 min" "$log" standin_plugins ;;
+		stand-ins) phase "$i/${#todo[@]}" "STAND-IN command and docker plugins" "1 min" "$log" standin_plugins ;;
 		esac
 	done
 }
