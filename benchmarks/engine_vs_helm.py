@@ -8,7 +8,7 @@ On the local control plane with the stand-in charts, it measures:
                  that loads the same provider
   no-op up       `pulumi up` with nothing to change, next to that preview
 and prints where each cold up's seconds went (benchmarks/event_profile.py): the critical path of
-resource steps and the longest steps, from the engine's event log.
+resource steps and the longest steps, from the engine's event stream (`pulumi up --json`).
 Run it with scripts/benchmark.sh, which gives it a control plane of its own, the helm v3 client the
 control plane builds (or another in KGF_HELM) and a helm v4 client (KGF_HELM_V4):
 `scripts/benchmark.sh engine_vs_helm [-- --rounds N]`.

@@ -3,9 +3,9 @@
 `pulumi up --json` streams the engine's events as JSON objects. A resource's step runs from its
 `resourcePreEvent` to its `resOutputsEvent` (or the failure that ends it); the step cannot start
 before every resource it depends on (`pulumi stack export`: `dependencies`, a component standing
-for its children) has finished. The
-critical path is the chain, from the last step to finish back to the first, of the dependency that
-finished last: shortening anything off that chain does not shorten the update.
+for its children) has finished. The critical path is the chain, from the last step to finish back
+to the first, of the dependency that finished last: shortening anything off that chain does not
+shorten the update.
 
 The engine stamps its events in whole seconds, so every figure here is to within a second.
 """
@@ -68,7 +68,7 @@ def dependencies_from_export(export: Mapping[str, Any]) -> dict[str, set[str]]:
 
 
 def steps(events: Iterable[Mapping[str, Any]]) -> dict[str, Step]:
-    """Each resource step the update ran, with when it started and ended (same-step events only)."""
+    """Each resource step the update ran, with when it started and ended; unchanged ones are left out."""
     started: dict[str, int] = {}
     done: dict[str, Step] = {}
     for event in events:
@@ -86,16 +86,19 @@ def steps(events: Iterable[Mapping[str, Any]]) -> dict[str, Step]:
     return done
 
 
+def last_to_finish(candidates: Iterable[Step]) -> Step | None:
+    """The step that ended last (the longer one of a tie: the engine stamps whole seconds)."""
+    return max(candidates, key=lambda step: (step.end, step.seconds), default=None)
+
+
 def critical_path(ran: Mapping[str, Step], dependencies: Mapping[str, Iterable[str]]) -> list[Step]:
     """The chain of steps that decided when the update ended, first step first."""
-    if not ran:
-        return []
-    path = [max(ran.values(), key=lambda step: (step.end, step.seconds))]
-    while True:
-        before = [ran[urn] for urn in dependencies.get(path[-1].urn, ()) if urn in ran]
-        if not before:
-            return path[::-1]
-        path.append(max(before, key=lambda step: (step.end, step.seconds)))
+    path: list[Step] = []
+    step = last_to_finish(ran.values())
+    while step is not None:
+        path.append(step)
+        step = last_to_finish(ran[urn] for urn in dependencies.get(step.urn, ()) if urn in ran)
+    return path[::-1]
 
 
 def update_span(events: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
@@ -111,7 +114,8 @@ def report(events: list[dict[str, Any]], dependencies: Mapping[str, Iterable[str
     chain = critical_path(ran, dependencies)
     lines = [f"event stream: {last - first} s from the first event to the last, {len(ran)} resource steps"]
     if chain:
-        lines.append(f"  before the first step: {chain[0].start - first} s (program start, config, preflight reads)")
+        start = min(step.start for step in ran.values())
+        lines.append(f"  before the first step: {start - first} s (program start, config, preflight reads)")
         lines.append("  critical path (s, to within a second):")
         lines += [f"    {step.seconds:4d}  {step.name}" for step in chain]
         lines.append(f"  after the last step: {last - chain[-1].end} s")
