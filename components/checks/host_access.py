@@ -4,6 +4,7 @@ runs the host check script there; its report becomes the node's HostFacts."""
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -47,12 +48,16 @@ def ssh_runner(
     return run
 
 
+CHECK_POD_LABEL = {"app.kubernetes.io/name": "kai-gpu-fractions-preflight"}
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
 def check_pod_manifest(node: str, name: str, image: str, script: str) -> dict[str, Any]:
     """A privileged one-shot pod on `node` that runs `script` in the host's root filesystem."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "kai-gpu-fractions-preflight"}},
+        "metadata": {"name": name, "labels": dict(CHECK_POD_LABEL)},
         "spec": {
             "nodeName": node,
             "restartPolicy": "Never",
@@ -72,23 +77,47 @@ def check_pod_manifest(node: str, name: str, image: str, script: str) -> dict[st
     }
 
 
+class PodPhases:
+    """The check pods' phases, read for every node being checked with one list call at most every
+    `interval` seconds: waiting on 64 nodes costs the API what waiting on one does."""
+
+    def __init__(self, list_pods: Callable[[], list[dict[str, Any]]], interval: float = 0.5) -> None:
+        self._list_pods = list_pods
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._read_at = -interval
+        self._phases: dict[str, str] = {}
+
+    def wait_until_done(self, name: str, deadline: float) -> bool:
+        """True once the named pod has finished (either way); False if the deadline passes first."""
+        while time.monotonic() < deadline:
+            with self._lock:
+                if time.monotonic() - self._read_at >= self._interval:
+                    pods = self._list_pods()
+                    self._phases = {p["metadata"]["name"]: (p.get("status") or {}).get("phase", "") for p in pods}
+                    self._read_at = time.monotonic()
+                phase = self._phases.get(name)
+            if phase in TERMINAL_PHASES:
+                return True
+            time.sleep(self._interval / 4)
+        return False
+
+
 def check_pod_runner(cluster: KubeClient, script: str, namespace: str, image: str, timeout_seconds: int) -> HostRunner:
     """Runs the script in a short-lived privileged pod per node, then deletes it.
 
     This creates a pod, during preview too: enable it only where that is acceptable.
     """
+    selector = ",".join(f"{k}={v}" for k, v in CHECK_POD_LABEL.items())
+    phases = PodPhases(lambda: cluster.list_pods(namespace, label_selector=selector))
 
     def run(node: str) -> str:
         name = f"kgf-preflight-{uuid.uuid4().hex[:8]}"
         cluster.create_pod(namespace, check_pod_manifest(node, name, image, script))
         try:
-            deadline = time.monotonic() + timeout_seconds
-            while time.monotonic() < deadline:
-                phase = ((cluster.read_pod(namespace, name) or {}).get("status") or {}).get("phase")
-                if phase in ("Succeeded", "Failed"):
-                    return cluster.pod_logs(namespace, name)
-                time.sleep(2)
-            raise TimeoutError(f"check pod {namespace}/{name} on {node} did not finish in {timeout_seconds}s")
+            if not phases.wait_until_done(name, time.monotonic() + timeout_seconds):
+                raise TimeoutError(f"check pod {namespace}/{name} on {node} did not finish in {timeout_seconds}s")
+            return cluster.pod_logs(namespace, name)
         finally:
             cluster.delete_pod(namespace, name, wait=False)
 

@@ -20,14 +20,21 @@ from components.config.model import is_kubeconfig_contents
 Json = dict[str, Any]
 
 
-def api_client(kubeconfig: str | None, context: str | None) -> Any:
-    """A kubernetes ApiClient for a kubeconfig path, its contents, or the ambient KUBECONFIG."""
-    from kubernetes import config
+def api_client(kubeconfig: str | None, context: str | None, connections: int = 4) -> Any:
+    """A kubernetes ApiClient for a kubeconfig path, its contents, or the ambient KUBECONFIG, keeping
+    up to `connections` connections open (one per thread that calls it at once)."""
+    from kubernetes import client, config
 
+    configuration = client.Configuration()
     if kubeconfig and is_kubeconfig_contents(kubeconfig):
-        return config.new_client_from_config_dict(yaml.safe_load(kubeconfig), context=context)
-    path = os.path.expanduser(kubeconfig) if kubeconfig else None
-    return config.new_client_from_config(config_file=path, context=context)
+        config.load_kube_config_from_dict(
+            yaml.safe_load(kubeconfig), context=context, client_configuration=configuration
+        )
+    else:
+        path = os.path.expanduser(kubeconfig) if kubeconfig else None
+        config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
+    configuration.connection_pool_maxsize = connections
+    return client.ApiClient(configuration)
 
 
 def raw_json(response: Any) -> Any:
@@ -51,8 +58,8 @@ class KubeClient:
         self.custom = k8s.CustomObjectsApi(client)
 
     @classmethod
-    def connect(cls, kubeconfig: str | None, context: str | None) -> KubeClient:
-        return cls(api_client(kubeconfig, context))
+    def connect(cls, kubeconfig: str | None, context: str | None, connections: int = 4) -> KubeClient:
+        return cls(api_client(kubeconfig, context, connections))
 
     # ---------------------------------------------------------------- nodes and cluster objects
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import pulumi
 
-from components.checks.cluster_facts import ClusterFacts, collect_cluster_facts
+from components.checks.cluster_facts import HOST_CHECKS_AT_ONCE, ClusterFacts, collect_cluster_facts
 from components.checks.host_access import host_facts_reader
 from components.checks.kube import KubeClient
 from components.checks.preflight_rows import Expectations, Finding, Outcome, blocking, evaluate
@@ -41,7 +41,7 @@ def run_preflight(config: StackConfig) -> list[dict[str, str]]:
 
 
 def read_cluster_facts(config: StackConfig) -> ClusterFacts:
-    cluster = KubeClient.connect(config.cluster.kubeconfig_path, config.cluster.context)
+    cluster = KubeClient.connect(config.cluster.kubeconfig_path, config.cluster.context, HOST_CHECKS_AT_ONCE)
     return collect_cluster_facts(cluster, host_facts_reader(config, cluster))
 
 

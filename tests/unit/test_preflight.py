@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import pytest
 import yaml
@@ -27,7 +29,7 @@ from components.checks.cluster_facts import (
     select_gpu_nodes,
     version_tuple,
 )
-from components.checks.host_access import check_pod_manifest, facts_reader, ssh_runner
+from components.checks.host_access import check_pod_manifest, check_pod_runner, facts_reader, ssh_runner
 from components.checks.host_check import (
     NRI_SOCKET,
     host_check_script,
@@ -38,6 +40,7 @@ from components.checks.host_check import (
     parse_nvswitch_listing,
     parse_systemctl_is_active,
 )
+from components.checks.kube import KubeClient
 from components.checks.preflight import expectations_for, format_report, read_cluster_facts
 from components.checks.preflight_rows import Expectations, Finding, blocking, evaluate, parse_container_runtime
 from components.config.load import parse_config
@@ -530,6 +533,63 @@ def test_the_check_pod_runs_the_script_in_the_hosts_root_on_that_node() -> None:
     assert spec["volumes"] == [{"name": "host", "hostPath": {"path": "/"}}], "the host root is mounted"
 
 
+class FakeCheckPodCluster:
+    """The pod calls of KubeClient, where each check pod finishes `run_seconds` after it is created
+    and prints the node it ran on; it counts the list calls."""
+
+    def __init__(self, run_seconds: float, finishes: bool = True) -> None:
+        self.run_seconds, self.finishes = run_seconds, finishes
+        self.pods: dict[str, tuple[str, float]] = {}
+        self.list_calls = 0
+        self.lock = threading.Lock()
+
+    def create_pod(self, namespace: str, manifest: dict[str, Any]) -> None:
+        with self.lock:
+            self.pods[manifest["metadata"]["name"]] = (manifest["spec"]["nodeName"], time.monotonic())
+
+    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]:
+        assert label_selector == "app.kubernetes.io/name=kai-gpu-fractions-preflight"
+        with self.lock:
+            self.list_calls += 1
+            now = time.monotonic()
+            return [
+                {
+                    "metadata": {"name": name},
+                    "status": {"phase": "Succeeded" if self.finishes and now - at >= self.run_seconds else "Running"},
+                }
+                for name, (_, at) in self.pods.items()
+            ]
+
+    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str:
+        return f"ran on {self.pods[name][0]}"
+
+    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None:
+        with self.lock:
+            del self.pods[name]
+
+
+def test_check_pods_on_64_nodes_are_waited_for_with_one_list_call_for_all() -> None:
+    cluster = FakeCheckPodCluster(run_seconds=1.0)
+    run = check_pod_runner(cast(KubeClient, cluster), "true", "kube-system", "busybox:1.37", timeout_seconds=30)
+    nodes = [f"gpu-node-{i}" for i in range(64)]
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=HOST_CHECKS_AT_ONCE) as pool:
+        outputs = list(pool.map(run, nodes))
+    elapsed = time.monotonic() - start
+    assert outputs == [f"ran on {node}" for node in nodes], "each node's own pod is read"
+    assert cluster.pods == {}, "every check pod is deleted"
+    assert elapsed < 3, f"64 pods that each run 1 s were waited for side by side, not one by one: {elapsed:.1f}s"
+    assert cluster.list_calls <= elapsed / 0.5 + 2, f"{cluster.list_calls} list calls in {elapsed:.1f}s"
+
+
+def test_a_check_pod_that_never_finishes_times_out_naming_its_node_and_is_deleted() -> None:
+    cluster = FakeCheckPodCluster(run_seconds=0, finishes=False)
+    run = check_pod_runner(cast(KubeClient, cluster), "true", "kube-system", "busybox:1.37", timeout_seconds=1)
+    with pytest.raises(TimeoutError, match="on gpu-node-7 did not finish in 1s"):
+        run("gpu-node-7")
+    assert cluster.pods == {}
+
+
 class FakeReader:
     def __init__(self, nodes: list[dict[str, Any]], denied: frozenset[str] = frozenset()) -> None:
         self.nodes, self.denied = nodes, denied
@@ -570,7 +630,7 @@ def test_a_failing_runner_becomes_an_error_not_an_exception() -> None:
     assert host is not None and "no route to host" in (host.error or ""), "the preview still reports every row"
 
 
-def test_hosts_are_checked_side_by_side_at_most_sixteen_at_a_time_and_keep_their_order() -> None:
+def test_hosts_are_checked_side_by_side_a_bounded_number_at_a_time_and_keep_their_order() -> None:
     running, most, lock = 0, 0, threading.Lock()
     released = threading.Event()
 
@@ -586,13 +646,14 @@ def test_hosts_are_checked_side_by_side_at_most_sixteen_at_a_time_and_keep_their
             running -= 1
         return HostFacts(driver_version=node)
 
-    nodes = [fixture_node() for _ in range(40)]
+    count = HOST_CHECKS_AT_ONCE + 24
+    nodes = [fixture_node() for _ in range(count)]
     for i, node in enumerate(nodes):
         node["metadata"]["name"] = f"gpu-node-{i}"
     facts = collect_cluster_facts(FakeReader(nodes), slow)
     assert most == HOST_CHECKS_AT_ONCE, f"{most} host checks ran at once"
     assert [(n.name, n.host and n.host.driver_version) for n in facts.gpu_nodes] == [
-        (f"gpu-node-{i}", f"gpu-node-{i}") for i in range(40)
+        (f"gpu-node-{i}", f"gpu-node-{i}") for i in range(count)
     ]
 
 
