@@ -3,9 +3,12 @@
 On the local control plane with the stand-in charts, it measures:
   cold up        `pulumi up` of the dev stack on an empty cluster
   helm script    the same charts and objects installed by a sequential `helm upgrade --install
-                 --wait` / `kubectl apply` script in the runbook's order, with the same values
+                 --wait` / `kubectl apply` script in the runbook's order, with the same values; once
+                 with each helm client, and once more with the last client and the verifications
+                 the cold up makes on the way (`+ checks`), so that like is compared with like
   preview        `pulumi preview` of the deployed stack, next to the preview of an empty program
-                 that loads the same provider
+                 that loads the same provider; the difference is split by previews of the empty
+                 program with the real one's imports and of the stack with preflight off
   no-op up       `pulumi up` with nothing to change, next to that preview
 and prints where each cold up's seconds went (benchmarks/event_profile.py): the critical path of
 resource steps and the longest steps, from the engine's event stream (`pulumi up --json`).
@@ -33,7 +36,9 @@ from typing import Any
 import yaml
 
 from benchmarks import event_profile
+from components.checks.preflight import read_cluster_facts
 from components.config.load import parse_config
+from components.gpu_cluster import kai_api
 from components.gpu_cluster.kai_scheduler import kai_lab_values
 from components.lab.gpu_node_labels import gpu_node_labels
 from components.lab.isolator import isolator_values
@@ -45,6 +50,14 @@ from tests.integration.workspace import REPO, Workspace, kubectl
 
 CHARTS = REPO / "tests" / "fixtures" / "charts"
 EMPTY_PROGRAM = "import pulumi_kubernetes as k8s\n\nk8s.Provider('cluster')\n"
+# The empty program plus the imports of the real one: its modules and the SDK's API groups they use.
+IMPORTS_PROGRAM = """import pulumi_kubernetes as k8s
+import pulumi_kubernetes.apiextensions, pulumi_kubernetes.apps.v1, pulumi_kubernetes.core.v1
+import pulumi_kubernetes.helm.v3, pulumi_kubernetes.meta.v1, pulumi_kubernetes.node.v1
+import components.stack, components.config.load
+
+k8s.Provider("cluster")
+"""
 
 
 def bench_config() -> dict[str, Any]:
@@ -65,10 +78,17 @@ def apply(manifest: dict[str, Any]) -> None:
     kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input_text=json.dumps(manifest))
 
 
-def helm_script(helm: str, work: Path) -> None:
-    """The runbook's order, by hand: nvml-mock, device plugin, labels, KAI, queues, isolator, pods."""
-    config = parse_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in bench_config().items()})
+def helm_script(helm: str, work: Path, checks: bool = False) -> None:
+    """The runbook's order, by hand: nvml-mock, device plugin, labels, KAI, queues, isolator, pods.
+
+    With `checks`, it also does what the cold up verifies on the way: preflight's reads of the
+    cluster, the GPUs the device plugin advertises, and KAI's operator having made its Deployments
+    and kai-config Available before the queues go in.
+    """
+    config = parse_config(bench_config())
     lab = config.lab
+    if checks:
+        read_cluster_facts(config)
 
     def install(release: str, chart: str, namespace: str, values: dict[str, Any]) -> None:
         values_file = work / f"{release}.yaml"
@@ -96,8 +116,17 @@ def helm_script(helm: str, work: Path) -> None:
     install("nvml-mock", "nvml-mock", lab.nvml_mock.namespace, nvml_mock_values(lab))
     apply({"apiVersion": "apps/v1", "kind": "DaemonSet", **device_plugin_manifest(lab.device_plugin_image)})
     kubectl("-n", "kube-system", "rollout", "status", "ds/nvidia-device-plugin-mock", "--timeout=300s")
+    if checks:
+        gpus = f"jsonpath={{.status.allocatable.nvidia\\.com/gpu}}={lab.gpu.count}"
+        kubectl("wait", f"node/{NODE}", f"--for={gpus}", "--timeout=300s")
     kubectl("label", "node", NODE, "--overwrite", *[f"{k}={v}" for k, v in gpu_node_labels(lab.gpu).items()])
     install("kai-scheduler", "kai-scheduler", config.kai.namespace, kai_lab_values(config.kai))
+    if checks:
+        made_by_the_operator = [f"deployment/{name}" for name in kai_api.DEPLOYMENTS]
+        kai_config = f"{kai_api.CONFIG_PLURAL}.{kai_api.CONFIG_GROUP}/{kai_api.CONFIG_NAME}"
+        for condition in ("create", "condition=Available"):
+            kubectl("wait", "-n", config.kai.namespace, f"--for={condition}", "--timeout=300s", *made_by_the_operator)
+            kubectl("wait", f"--for={condition}", "--timeout=300s", kai_config)
     for name, parent in (("default", None), ("default-queue", "default")):
         apply(
             {"apiVersion": QUEUE_API_VERSION, "kind": "Queue", "metadata": {"name": name}, "spec": queue_spec(parent)}
@@ -138,7 +167,17 @@ def profile(dev: Workspace, event_log: Path) -> str:
     return event_profile.report(event_profile.read_events(event_log), event_profile.dependencies_from_export(export))
 
 
-def one_round(base: Path, round_number: int, helms: dict[str, str], empty: Workspace) -> dict[str, float]:
+def preview_without_preflight(dev: Workspace) -> None:
+    """The deployed stack's preview with preflight off (`--config` saves it; removed afterwards)."""
+    try:
+        dev.pulumi("preview", "--config-path", "--config", "kai-gpu-fractions:preflight.enabled=false", stack="dev")
+    finally:
+        dev.pulumi("config", "rm", "kai-gpu-fractions:preflight", stack="dev")
+
+
+def one_round(
+    base: Path, round_number: int, helms: dict[str, str], empty: Workspace, imports: Workspace
+) -> dict[str, float]:
     dev = Workspace.create(base / f"dev-{round_number}")
     dev.new_stack("dev", bench_config())
     event_log = base / f"cold-up-{round_number}.events"
@@ -149,16 +188,21 @@ def one_round(base: Path, round_number: int, helms: dict[str, str], empty: Works
             ),
             "preview": timed(lambda: dev.pulumi("preview", stack="dev")),
             "empty preview": timed(lambda: empty.pulumi("preview", stack="empty")),
+            "imports preview": timed(lambda: imports.pulumi("preview", stack="imports")),
+            "no-preflight preview": timed(partial(preview_without_preflight, dev)),
             "no-op up": timed(lambda: dev.pulumi("up", "--yes", "--skip-preview", stack="dev")),
         }
         print(f"round {round_number + 1}, cold up, {profile(dev, event_log)}", flush=True)
     finally:
         dev.pulumi("destroy", "--yes", "--skip-preview", stack="dev", check=False)
-    for version, helm in helms.items():
-        work = base / f"helm-{version}-{round_number}"
+    runs = [(f"helm {version}", helm, False) for version, helm in helms.items()]
+    version, helm = list(helms.items())[-1]
+    runs.append((f"helm {version} + checks", helm, True))
+    for name, helm, checks in runs:
+        work = base / f"{name.replace(' ', '-')}-{round_number}"
         work.mkdir()
         try:
-            timings[f"helm {version}"] = timed(partial(helm_script, helm, work))
+            timings[name] = timed(partial(helm_script, helm, work, checks))
         finally:
             helm_cleanup(helm)
     return timings
@@ -187,18 +231,29 @@ def main() -> None:
         empty_program.write_text(EMPTY_PROGRAM)
         empty = Workspace.create(Path(base) / "empty", program=empty_program)
         empty.pulumi("stack", "init", "empty")
+        imports_program = Path(base) / "imports.py"
+        imports_program.write_text(IMPORTS_PROGRAM)
+        imports = Workspace.create(Path(base) / "imports", program=imports_program)
+        imports.pulumi("stack", "init", "imports")
         kubectl("label", "node", NODE, "nvidia.com/gpu.memory-", "nvidia.com/gpu.product-", "nvidia.com/gpu.count-")
         for round_number in range(rounds):
-            for name, seconds in one_round(Path(base), round_number, helms, empty).items():
+            for name, seconds in one_round(Path(base), round_number, helms, empty, imports).items():
                 results[name].append(seconds)
     median = {name: statistics.median(values) for name, values in results.items()}
     print(f"dev stack on the local control plane, median of {rounds} rounds (seconds)")
     for name, seconds in median.items():
         print(f"  {name:14} {seconds:7.2f}")
-    for version in helms:
-        print(f"cold up / helm {version} script: {median['cold up'] / median[f'helm {version}']:.2f}x")
+    for name in [name for name in median if name.startswith("helm ")]:
+        print(f"cold up / {name} script: {median['cold up'] / median[name]:.2f}x")
     print(f"preview / empty preview:  {median['preview'] / median['empty preview']:.2f}x")
     print(f"no-op up / preview:       {median['no-op up'] / median['preview']:.2f}x")
+    print("where the preview's seconds go (differences of the medians):")
+    steps = [("empty preview", "engine, language host, provider"), ("imports preview", "the program's imports")]
+    steps += [("no-preflight preview", "config, registrations, the engine's steps"), ("preview", "preflight")]
+    before = 0.0
+    for name, what in steps:
+        print(f"  {median[name] - before:6.2f}  {what}")
+        before = median[name]
 
 
 if __name__ == "__main__":

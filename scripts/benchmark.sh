@@ -5,7 +5,7 @@
 # local deployment is never touched.
 #
 # Usage: scripts/benchmark.sh [--short] NAME...|all [-- ARGS...]
-#   NAME     program_evaluation, policy_pack, engine_vs_helm, fork_supply; `all` runs each
+#   NAME     program_evaluation, policy_pack, engine_vs_helm, fork_supply, node_scale; `all` runs each
 #   --short  one round or sample each: checks that they run and print, as CI does (the figures of
 #            a short run are not worth quoting)
 #   ARGS     passed to each benchmark, e.g. -- --rounds 5
@@ -16,7 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 KGF_SCRIPT=benchmark
 cd "$KGF_REPO"
 
-ALL=(program_evaluation policy_pack engine_vs_helm fork_supply)
+ALL=(program_evaluation policy_pack engine_vs_helm fork_supply node_scale)
 usage() {
 	sed -n 's/^# \{0,1\}//; 7,11p' "${BASH_SOURCE[0]}" >&2
 	exit 2
@@ -26,13 +26,15 @@ while (($#)); do
 	case $1 in
 	--short) short=true ;;
 	all) names+=("${ALL[@]}") ;;
-	program_evaluation | policy_pack | engine_vs_helm | fork_supply) names+=("$1") ;;
 	--)
 		shift
 		args=("$@")
 		break
 		;;
-	*) usage ;;
+	*)
+		[[ " ${ALL[*]} " == *" $1 "* ]] || usage
+		names+=("$1")
+		;;
 	esac
 	shift
 done

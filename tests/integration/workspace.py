@@ -57,9 +57,9 @@ class Workspace:
         venv = require_env("KGF_ENGINE_VENV")
         spec = {"name": PROJECT, "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": venv}}}
         (root / "Pulumi.yaml").write_text(yaml.safe_dump(spec))
+        (root / "components").symlink_to(REPO / "components")
         if program is None:
             (root / "__main__.py").symlink_to(REPO / "__main__.py")
-            (root / "components").symlink_to(REPO / "components")
         else:
             shutil.copy(program, root / "__main__.py")
         # Stable relative chart paths: an absolute path that differs between runs would show as a diff.
