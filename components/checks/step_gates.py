@@ -27,7 +27,7 @@ from components.checks.cluster_facts import (
     node_facts,
 )
 from components.checks.dynamic import ReportedFailure
-from components.checks.proof import Clock, ProofResult, failures, format_proof, guarded
+from components.checks.proof import Clock, ProofResult, failures, format_proof, guarded, poll_delays
 from components.config.model import StackConfig
 from components.gpu_cluster import fractioning_api, kai_api
 
@@ -36,7 +36,6 @@ Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning"]
 PROGRESS_EVERY_SECONDS = 60.0
 # The first driver branch whose MPS control daemon has `namespace` (MPS v3).
 MINIMUM_DRIVER_MAJOR = 615
-POLL_SECONDS = 5.0
 
 TITLES: dict[str, tuple[str, str]] = {
     # step: (what is waited for, the config key of its timeout)
@@ -217,6 +216,7 @@ def wait_for_gate(
     title, timeout_key = TITLES[spec.step]
     start = clock.now()
     last_said, said_at = "", start
+    delays = poll_delays()
     while True:
         results = CHECKS[spec.step](cluster, spec)
         waiting = "; ".join(f"{r.check}: {r.detail}" for r in failures(results))
@@ -232,4 +232,4 @@ def wait_for_gate(
         if waiting != last_said or clock.now() - said_at >= PROGRESS_EVERY_SECONDS:
             progress(f"{title}: waiting, {minutes(elapsed)} of {minutes(spec.timeout_seconds)}: {waiting}")
             last_said, said_at = waiting, clock.now()
-        clock.sleep(POLL_SECONDS)
+        clock.sleep(next(delays))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from components.checks.proof import Clock
+from components.checks.proof import Clock, poll_delays
 from components.checks.step_gates import CHECKS, GateSpec, GateTimedOut, gate_specs, wait_for_gate
 from components.config.load import parse_config
 from tests.unit.test_preflight import fixture_node
@@ -287,6 +288,14 @@ def test_the_wait_returns_once_the_step_holds_and_says_what_it_waited_for() -> N
     assert said[0].startswith("GPU Operator ready: waiting, 0s of 30 min: runtime-class: RuntimeClass nvidia not found")
     assert said[-1] == "GPU Operator ready: all 3 checks hold after 1 min 40s"
     assert len(said) == 3, "one line when the wait starts, one a minute while nothing changes, one at the end"
+
+
+def test_a_step_ready_within_seconds_is_noticed_within_a_second_and_long_waits_poll_every_5s() -> None:
+    clock = FakeClock()
+    wait_for_gate(BecomesReady(clock, after=2), OPERATOR_GATE, clock.clock(), lambda _: None)
+    assert 2 <= clock.time <= 3, f"ready at 2 s, noticed at {clock.time:.2f} s"
+    delays = list(itertools.islice(poll_delays(), 12))
+    assert delays[0] == 0.5 and max(delays) == delays[-1] == 5.0, delays
 
 
 def test_a_gate_that_never_holds_fails_naming_what_is_missing_the_key_and_the_wait() -> None:
