@@ -53,7 +53,8 @@ def fresh_nodes(count: int, largest: int) -> None:
         node["metadata"]["name"] = name
         node["metadata"]["labels"]["kubernetes.io/hostname"] = name
         nodes.append(node)
-    kubectl("apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+    # Documents in JSON: YAML would leave a label value such as "09" unquoted, read back as a number.
+    kubectl("apply", "-f", "-", input_text="\n---\n".join(json.dumps(node) for node in nodes))
 
 
 @contextmanager
