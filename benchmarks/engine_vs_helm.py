@@ -78,14 +78,15 @@ def apply(manifest: dict[str, Any]) -> None:
     kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input_text=json.dumps(manifest))
 
 
-def helm_script(helm: str, work: Path, checks: bool = False) -> None:
+def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, Any] | None = None) -> None:
     """The runbook's order, by hand: nvml-mock, device plugin, labels, KAI, queues, isolator, pods.
 
     With `checks`, it also does what the cold up verifies on the way: preflight's reads of the
     cluster, the GPUs the device plugin advertises, and KAI's operator having made its Deployments
     and kai-config Available before the queues go in.
+    `stack` is the dev stack's configuration to install (the benchmark's by default).
     """
-    config = parse_config(bench_config())
+    config = parse_config(stack or bench_config())
     lab = config.lab
     if checks:
         read_cluster_facts(config)
@@ -118,8 +119,9 @@ def helm_script(helm: str, work: Path, checks: bool = False) -> None:
     kubectl("-n", "kube-system", "rollout", "status", "ds/nvidia-device-plugin-mock", "--timeout=300s")
     if checks:
         gpus = f"jsonpath={{.status.allocatable.nvidia\\.com/gpu}}={lab.gpu.count}"
-        kubectl("wait", f"node/{NODE}", f"--for={gpus}", "--timeout=300s")
-    kubectl("label", "node", NODE, "--overwrite", *[f"{k}={v}" for k, v in gpu_node_labels(lab.gpu).items()])
+        kubectl("wait", *[f"node/{node}" for node in lab.node_names], f"--for={gpus}", "--timeout=300s")
+    labels = [f"{k}={v}" for k, v in gpu_node_labels(lab.gpu).items()]
+    kubectl("label", "node", *lab.node_names, "--overwrite", *labels)
     install("kai-scheduler", "kai-scheduler", config.kai.namespace, kai_lab_values(config.kai))
     if checks:
         made_by_the_operator = [f"deployment/{name}" for name in kai_api.DEPLOYMENTS]

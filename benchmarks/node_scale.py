@@ -5,6 +5,8 @@ On the local control plane with the stand-in charts and operators, for each flee
                  node, run side by side, each "printing" a prepared host's report (a kwok Logs object)
   dev preview    `pulumi preview` of the lab stack (lab proof off) labelling every GPU node
   dev cold up    its `pulumi up` on fresh nodes, then destroy
+  dev helm script  engine_vs_helm's sequential helm script installing the same, with the first helm
+                 client (the control plane's), for the cluster's own share of the growth
   a100 preview   `pulumi preview` of the a100 stack (prebuilt images, smoke proof off)
   a100 cold up   its `pulumi up` on fresh nodes: the GPU Operator's, KAI's and gpu-fractioning's gates
                  wait for their DaemonSets on every node, then destroy
@@ -24,10 +26,13 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from benchmarks.engine_vs_helm import helm_cleanup, helm_clients, helm_script
 from components.checks.preflight import read_cluster_facts
 from components.config.load import parse_config
 from tests.integration.stand_ins import cri_log
@@ -103,15 +108,25 @@ def stack_timings(workspace: Workspace, stack: str, count: int, largest: int) ->
     return timings
 
 
-def one_size(base: Path, count: int, largest: int) -> dict[str, float]:
+def helm_script_timing(helm: str, work: Path, stack: dict[str, Any], count: int, largest: int) -> float:
+    """engine_vs_helm's sequential helm script installing the same dev stack, on fresh nodes."""
+    fresh_nodes(count, largest)
+    work.mkdir()
+    try:
+        return timed(partial(helm_script, helm, work, False, stack))
+    finally:
+        helm_cleanup(helm)
+
+
+def one_size(base: Path, count: int, largest: int, helm: str) -> dict[str, float]:
     fresh_nodes(count, largest)
     with check_pods_print_a_prepared_host(base):
         timings = {"host check": statistics.median(timed(lambda: host_check(count)) for _ in range(3))}
     dev = Workspace.create(base / f"dev-{count}")
-    dev.new_stack(
-        "dev", {**dev_config(), "lab": {**dev_config()["lab"], "prove": False, "gpuNodes": node_names(count)}}
-    )
+    dev_stack = {**dev_config(), "lab": {**dev_config()["lab"], "prove": False, "gpuNodes": node_names(count)}}
+    dev.new_stack("dev", dev_stack)
     timings |= stack_timings(dev, "dev", count, largest)
+    timings["dev helm script"] = helm_script_timing(helm, base / f"helm-{count}", dev_stack, count, largest)
     a100 = Workspace.create(base / f"a100-{count}")
     a100.new_stack("a100", a100_config(), secrets={"registryPassword": PASSWORD, **inline_kubeconfig()})
     timings |= stack_timings(a100, "a100", count, largest)
@@ -124,6 +139,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=64)
     args = parser.parse_args()
     sizes = (1, args.nodes)
+    helm = next(iter(helm_clients().values()))
     results: dict[int, dict[str, list[float]]] = {size: defaultdict(list) for size in sizes}
     try:
         with tempfile.TemporaryDirectory() as base:
@@ -131,16 +147,16 @@ def main() -> None:
                 for size in sizes:
                     work = Path(base) / f"round-{round_number}"
                     work.mkdir(exist_ok=True)
-                    for name, seconds in one_size(work, size, args.nodes).items():
+                    for name, seconds in one_size(work, size, args.nodes, helm).items():
                         results[size][name].append(seconds)
                     print(f"round {round_number + 1}, {size} node(s): done", flush=True)
     finally:
         fresh_nodes(1, args.nodes)  # the control plane as it was: gpu-node-0, a new machine
     one, many = ({k: statistics.median(v) for k, v in results[size].items()} for size in sizes)
     print(f"both stacks against 1 and {args.nodes} GPU nodes, median of {args.rounds} rounds (seconds)")
-    print(f"  {'':14} {'1 node':>8} {f'{args.nodes} nodes':>9} {'ratio':>7}")
+    print(f"  {'':16} {'1 node':>8} {f'{args.nodes} nodes':>9} {'ratio':>7}")
     for name in one:
-        print(f"  {name:14} {one[name]:8.2f} {many[name]:9.2f} {many[name] / one[name]:6.2f}x")
+        print(f"  {name:16} {one[name]:8.2f} {many[name]:9.2f} {many[name] / one[name]:6.2f}x")
 
 
 if __name__ == "__main__":
