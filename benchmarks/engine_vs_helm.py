@@ -46,7 +46,7 @@ from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
 from components.lab.nvml_mock import device_plugin_manifest, nvml_mock_values
 from components.lab.queues import QUEUE_API_VERSION, queue_spec
 from tests.integration.test_dev_stack import NODE, dev_config
-from tests.integration.workspace import REPO, Workspace, kubectl
+from tests.integration.workspace import REPO, Workspace, kubectl, wait_until
 
 CHARTS = REPO / "tests" / "fixtures" / "charts"
 EMPTY_PROGRAM = "import pulumi_kubernetes as k8s\n\nk8s.Provider('cluster')\n"
@@ -125,10 +125,16 @@ def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, An
     install("kai-scheduler", "kai-scheduler", config.kai.namespace, kai_lab_values(config.kai))
     if checks:
         made_by_the_operator = [f"deployment/{name}" for name in kai_api.DEPLOYMENTS]
+        namespace = ("-n", config.kai.namespace)
+
+        def made() -> bool:
+            return kubectl("get", *namespace, *made_by_the_operator, "-o", "name", check=False).returncode == 0
+
+        # `until kubectl get ...; do sleep 0.5; done`: `kubectl wait` fails on what does not exist yet.
+        wait_until(made, 300, "KAI's Deployments", interval=0.5)
+        kubectl("wait", *namespace, "--for=condition=Available", "--timeout=300s", *made_by_the_operator)
         kai_config = f"{kai_api.CONFIG_PLURAL}.{kai_api.CONFIG_GROUP}/{kai_api.CONFIG_NAME}"
-        for condition in ("create", "condition=Available"):
-            kubectl("wait", "-n", config.kai.namespace, f"--for={condition}", "--timeout=300s", *made_by_the_operator)
-            kubectl("wait", f"--for={condition}", "--timeout=300s", kai_config)
+        kubectl("wait", "--for=condition=Available", "--timeout=300s", kai_config)
     for name, parent in (("default", None), ("default-queue", "default")):
         apply(
             {"apiVersion": QUEUE_API_VERSION, "kind": "Queue", "metadata": {"name": name}, "spec": queue_spec(parent)}
