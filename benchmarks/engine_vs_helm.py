@@ -250,7 +250,7 @@ def main() -> None:
     median = {name: statistics.median(values) for name, values in results.items()}
     print(f"dev stack on the local control plane, median of {rounds} rounds (seconds)")
     for name, seconds in median.items():
-        print(f"  {name:14} {seconds:7.2f}")
+        print(f"  {name:22} {seconds:7.2f}")
     for name in [name for name in median if name.startswith("helm ")]:
         print(f"cold up / {name} script: {median['cold up'] / median[name]:.2f}x")
     print(f"preview / empty preview:  {median['preview'] / median['empty preview']:.2f}x")
