@@ -35,7 +35,7 @@ import yaml
 from benchmarks.engine_vs_helm import helm_cleanup, helm_clients, helm_script
 from components.checks.preflight import read_cluster_facts
 from components.config.load import parse_config
-from tests.integration.stand_ins import cri_log
+from tests.integration.stand_ins import check_pods_print, check_pods_print_nothing
 from tests.integration.test_dev_stack import dev_config
 from tests.integration.test_fork_stack import PASSWORD, a100_config, inline_kubeconfig
 from tests.integration.workspace import REPO, Workspace, kubectl
@@ -64,19 +64,11 @@ def fresh_nodes(count: int, largest: int) -> None:
 
 @contextmanager
 def check_pods_print_a_prepared_host(work: Path) -> Iterator[None]:
-    """kwok completes each preflight check pod and serves this log for it."""
-    log = cri_log(HOST_REPORT, work / "host-report.cri.log")
-    logs = {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "ClusterLogs",
-        "metadata": {"name": "node-scale-check-pods"},
-        "spec": {"selector": {"matchNamespaces": ["kube-system"]}, "logs": [{"logsFile": str(log)}]},
-    }
-    kubectl("apply", "-f", "-", input_text=yaml.safe_dump(logs))
+    check_pods_print(HOST_REPORT, work)
     try:
         yield
     finally:
-        kubectl("delete", "clusterlogs.kwok.x-k8s.io", "node-scale-check-pods", "--ignore-not-found")
+        check_pods_print_nothing()
 
 
 def host_check(count: int) -> None:

@@ -32,6 +32,27 @@ def cri_log(source: Path, target: Path) -> Path:
     return target
 
 
+CHECK_POD_LOGS = "preflight-check-pods"
+
+
+def check_pods_print(report: Path, work: Path) -> None:
+    """Makes every preflight check pod "print" a host report: kwok completes the check pod
+    (tests/fixtures/kwok/stages.yaml) and serves its log from the file a ClusterLogs object names,
+    so the runner's create, wait, log read and delete all run. Undo with `check_pods_print_nothing`."""
+    log = cri_log(report, work / f"{report.name}.cri.log")
+    logs = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "ClusterLogs",
+        "metadata": {"name": CHECK_POD_LOGS},
+        "spec": {"selector": {"matchNamespaces": ["kube-system"]}, "logs": [{"logsFile": str(log)}]},
+    }
+    kubectl("apply", "-f", "-", input_text=yaml.safe_dump(logs))
+
+
+def check_pods_print_nothing() -> None:
+    kubectl("delete", "clusterlogs.kwok.x-k8s.io", CHECK_POD_LOGS, "--ignore-not-found")
+
+
 class PollingStandIn:
     """A stand-in that runs `step` every `interval` seconds in a daemon thread while its context is open."""
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.integration.conftest import label_as_the_gpu_operator_would, reset_gpu_node
-from tests.integration.stand_ins import cri_log
+from tests.integration.stand_ins import check_pods_print, check_pods_print_nothing
 from tests.integration.workspace import REPO, Workspace, kubectl
 from tests.operators.node_daemons import gfd_labels
 
@@ -119,24 +119,9 @@ def test_preview_passes_on_a_prepared_cluster(tmp_path: Path, prepared_cluster: 
 
 @pytest.fixture
 def check_pod_prints(tmp_path: Path) -> Iterator[Callable[[str], None]]:
-    """Makes the preflight check pod "print" a host report from tests/fixtures/proof/host.
-
-    kwok completes the check pod (tests/fixtures/kwok/stages.yaml) and serves its log from the
-    file a ClusterLogs object names, so the runner's create, wait, log read and delete all run.
-    """
-
-    def prints(report: str) -> None:
-        log = cri_log(HOST_REPORTS / report, tmp_path / f"{report}.cri.log")
-        logs = {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1",
-            "kind": "ClusterLogs",
-            "metadata": {"name": "preflight-check-pod"},
-            "spec": {"selector": {"matchNamespaces": ["kube-system"]}, "logs": [{"logsFile": str(log)}]},
-        }
-        kubectl("apply", "-f", "-", input_text=yaml.safe_dump(logs))
-
-    yield prints
-    kubectl("delete", "clusterlogs.kwok.x-k8s.io", "preflight-check-pod", "--ignore-not-found")
+    """Makes the preflight check pod "print" a host report from tests/fixtures/proof/host."""
+    yield lambda report: check_pods_print(HOST_REPORTS / report, tmp_path)
+    check_pods_print_nothing()
 
 
 def with_check_pod(config: dict[str, Any]) -> dict[str, Any]:
