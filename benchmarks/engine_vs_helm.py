@@ -204,8 +204,8 @@ def one_round(
     finally:
         dev.pulumi("destroy", "--yes", "--skip-preview", stack="dev", check=False)
     runs = [(f"helm {version}", helm, False) for version, helm in helms.items()]
-    version, helm = list(helms.items())[-1]
-    runs.append((f"helm {version} + checks", helm, True))
+    last_version, last_helm = list(helms.items())[-1]
+    runs.append((f"helm {last_version} + checks", last_helm, True))
     for name, helm, checks in runs:
         work = base / f"{name.replace(' ', '-')}-{round_number}"
         work.mkdir()

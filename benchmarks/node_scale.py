@@ -22,9 +22,8 @@ import argparse
 import json
 import statistics
 import tempfile
-import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.engine_vs_helm import helm_cleanup, helm_clients, helm_script
+from benchmarks.engine_vs_helm import helm_cleanup, helm_clients, helm_script, timed
 from components.checks.preflight import read_cluster_facts
 from components.config.load import parse_config
 from tests.integration.stand_ins import check_pods_print, check_pods_print_nothing
@@ -79,12 +78,6 @@ def host_check(count: int) -> None:
     if len(checked) != count:
         errors = {node.name: node.host and node.host.error for node in facts.gpu_nodes}
         raise SystemExit(f"host check: {len(checked)} of {count} nodes reported: {errors}")
-
-
-def timed(action: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
 
 
 def stack_timings(workspace: Workspace, stack: str, count: int, largest: int) -> dict[str, float]:

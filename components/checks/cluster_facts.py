@@ -170,8 +170,8 @@ HostFactsReader = Callable[[str], HostFacts]
 
 
 # A host check mostly waits (on an SSH round trip, or on a pod that is scheduled, runs and is read),
-# so the nodes are checked side by side: a 64-node fleet in one wave, costing about what one node
-# costs, while a larger fleet never has more than this many SSH sessions or check pods open at once.
+# so the nodes are checked side by side: a 64-node fleet in one wave, while a larger fleet never has
+# more than this many SSH sessions or check pods open at once.
 HOST_CHECKS_AT_ONCE = 64
 
 

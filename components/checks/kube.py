@@ -46,7 +46,7 @@ def raw_json(response: Any) -> Any:
     return json.loads(response.data)
 
 
-def done(response: Any) -> None:
+def read_to_end(response: Any) -> None:
     """Reads a `_preload_content=False` answer to its end, unparsed, so its connection is used
     again: one left unread is closed, and the next call pays a new TLS handshake."""
     response.drain_conn()
@@ -126,12 +126,13 @@ class KubeClient:
     # each, adding up when many checks run at once.
 
     def create_pod(self, namespace: str, manifest: Json) -> None:
-        done(self.core.create_namespaced_pod(namespace, manifest, _preload_content=False))
+        read_to_end(self.core.create_namespaced_pod(namespace, manifest, _preload_content=False))
 
     def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None:
         """Deletes the pod now; with `wait`, returns once it is gone (a reused pod name must be free)."""
         try:
-            done(self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _preload_content=False))
+            deleted = self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _preload_content=False)
+            read_to_end(deleted)
         except self._api.ApiException as error:
             if error.status != 404:
                 raise
