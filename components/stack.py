@@ -206,8 +206,10 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     # Queues are validated by KAI's admission webhook, which must be serving first.
     kai_ready = gate(config, "kai-scheduler", kai.release, kai, cluster_kubeconfig)
     queues = LabQueues("queues", opts=after(in_cluster, kai_ready))
-    # The isolator's webhook acts on pods KAI admits; it is installed after KAI as in the lab.
-    isolator = Isolator("isolator", lab.isolator, opts=after(in_cluster, kai_ready))
+    # The isolator needs nothing of KAI to install (its chart's own smoke test runs without KAI, and
+    # its webhook's failurePolicy is Ignore, so it blocks no pod while starting): it installs while
+    # KAI does, once the GPU nodes its monitor DaemonSet selects are ready. Only the lab pods need both.
+    isolator = Isolator("isolator", lab.isolator, opts=after(in_cluster, labels))
     # Pods need their queue and the RuntimeClass shim to exist.
     pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator))
     proof: dict[str, Any] = {"sharedPodBoundary": BOUNDARY_NOT_OBSERVED}

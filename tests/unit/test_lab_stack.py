@@ -107,7 +107,6 @@ def test_queues_are_the_labs_unlimited_default_tree_created_after_kai(run_progra
     kai_ready = engine.one(STEP_GATE, "kai-scheduler-ready")
     assert engine.waits_for(kai_ready, engine.release("kai-scheduler"))
     assert kai_ready.inputs.get("sharing_mode") is None, "v0.17.0 has no gpuSharingMode to check"
-    assert engine.waits_for(engine.release("kai-resource-isolator"), kai_ready)
     for queue in queues.values():
         assert engine.waits_for(queue, kai_ready), "KAI's webhook, which the operator starts, validates queues"
         assert queue.inputs["metadata"]["annotations"] == {"pulumi.com/patchForce": "true"}, (
@@ -125,6 +124,10 @@ def test_the_isolator_and_the_runtime_class_shim_are_installed(run_program: Prog
     assert release["chart"] == "oci://docker.io/projecthami/kai-resource-isolator"
     assert release["version"] == "1.1.0-chart"
     assert release["values"] == {"monitor": {"enabled": True}}
+    isolator = engine.release("kai-resource-isolator")
+    (gpu_labels,) = engine.created(NODE_PATCH)
+    assert engine.waits_for(isolator, gpu_labels), "its monitor DaemonSet runs on the GPU nodes"
+    assert not engine.waits_for(isolator, engine.release("kai-scheduler")), "it installs while KAI does"
     (runtime_class,) = engine.created(RUNTIME_CLASS)
     assert runtime_class.inputs["metadata"]["name"] == "nvidia"
     assert runtime_class.inputs["handler"] == "runc", "kind has no nvidia runtime"
