@@ -11,14 +11,19 @@ from typing import Any, Protocol
 from components.checks.dynamic import ReportedFailure
 
 
-def poll_delays(first: float = 0.5, longest: float = 5.0) -> Iterator[float]:
-    """The waits between two looks at the cluster: half a second at first, since most of what the
-    checks wait for is there within seconds and a fixed 5 s poll would add up to 5 s to each wait,
-    then half as long again each time up to `longest`, so a wait of minutes polls the API no more."""
+def poll_delays(first: float = 0.5, longest: float = 5.0, steady_for: float = 10.0) -> Iterator[float]:
+    """The waits between two looks at the cluster: every half second for the first 10 s, since most
+    of what the checks wait for is there within seconds (a back-off from the start would notice a
+    step ready at 2.5 s only at 4 s), then half as long again each time up to `longest`, so a wait
+    of minutes polls the API no more than every 5 s."""
+    waited = 0.0
+    while waited < steady_for:
+        yield first
+        waited += first
     delay = first
     while True:
-        yield delay
         delay = min(longest, delay * 1.5)
+        yield delay
 
 
 @dataclass(frozen=True)

@@ -232,4 +232,5 @@ def wait_for_gate(
         if waiting != last_said or clock.now() - said_at >= PROGRESS_EVERY_SECONDS:
             progress(f"{title}: waiting, {minutes(elapsed)} of {minutes(spec.timeout_seconds)}: {waiting}")
             last_said, said_at = waiting, clock.now()
-        clock.sleep(next(delays))
+        # The last look falls on the timeout, not up to a poll interval after it.
+        clock.sleep(min(next(delays), max(0.0, start + spec.timeout_seconds - clock.now())))

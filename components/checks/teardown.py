@@ -25,8 +25,7 @@ from components.checks.dynamic import (
     with_secret_kubeconfig,
 )
 from components.checks.kube import KubeClient
-
-POLL_SECONDS = 3.0
+from components.checks.proof import poll_delays
 
 report_failures_without_traceback()
 
@@ -44,13 +43,14 @@ def wait_until_gone(
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     deadline = now() + timeout_seconds
+    delays = poll_delays()
     while pods := list_pods():
         if now() >= deadline:
             raise PodsStillRunning(
                 f"{len(pods)} pod(s) in {where} still there after {timeout_seconds:g}s: {', '.join(sorted(pods))}. "
                 f"{fix} Then run `pulumi destroy` again."
             )
-        sleep(POLL_SECONDS)
+        sleep(next(delays))
 
 
 class _PodsGoneProvider(ResourceProvider):
