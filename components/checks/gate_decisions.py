@@ -225,6 +225,27 @@ def decide_fractioning_config(config: Json | None) -> ProofResult:
     return ProofResult(check, True, ", ".join(f"{t}=True" for t in found))
 
 
+def decide_kai_sees_fractioning(config: Json | None) -> ProofResult:
+    """KAI's operator has seen the GpuFractioningConfig: kai-config's DependenciesFulfilled, False
+    (`GpuFractioningConfig not found`) until gpu-fractioning is installed, turns True. The smoke pods
+    need KAI and the node agents to agree; a KAI that does not report the condition passes, saying so."""
+    check = "kai-dependencies-fulfilled"
+    look = "kubectl get config.kai.scheduler kai-config -o yaml; KAI's operator log: deploy/kai-operator"
+    if config is None:
+        return ProofResult(check, False, f"no Config kai-config ({look})")
+    dependencies = conditions(config).get("DependenciesFulfilled")
+    if dependencies is None:
+        return ProofResult(check, True, "kai-config reports no DependenciesFulfilled condition")
+    if dependencies.get("status") != "True":
+        return ProofResult(
+            check,
+            False,
+            f"kai-config DependenciesFulfilled={dependencies.get('status')} ({dependencies.get('message')}): "
+            f"KAI's operator has not seen the GpuFractioningConfig Ready yet ({look})",
+        )
+    return ProofResult(check, True, "kai-config DependenciesFulfilled=True")
+
+
 def decide_node_readiness(gpu_nodes: Sequence[Json]) -> ProofResult:
     check = "node-ready"
     if not gpu_nodes:

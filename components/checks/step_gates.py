@@ -6,8 +6,9 @@ progress, and fails the update before the next step starts when it does not hold
 - kai-scheduler: every Deployment Available (most are the operator's, not the chart's), kai-config
   Available and, for the forks, in NvFractions mode;
 - gpu-fractioning: its operator Available, mpsd and fractiond with desired == ready, the `default`
-  GpuFractioningConfig's conditions True, every GPU node Ready for fractions, and mpsd's log showing
-  the multi-user server and the `default` namespace capped at 10 %.
+  GpuFractioningConfig's conditions True, KAI's kai-config seeing it (DependenciesFulfilled), every
+  GPU node Ready for fractions, and mpsd's log showing the multi-user server and the `default`
+  namespace capped at 10 %.
 """
 
 from __future__ import annotations
@@ -123,6 +124,12 @@ def check_gpu_operator(cluster: GateCluster, spec: GateSpec) -> list[ProofResult
     ]
 
 
+def read_kai_config(cluster: GateCluster) -> Json | None:
+    return cluster.read_cluster_object(
+        kai_api.CONFIG_GROUP, kai_api.CONFIG_VERSION, kai_api.CONFIG_PLURAL, kai_api.CONFIG_NAME
+    )
+
+
 def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
     deployments = guarded(
         "deployments",
@@ -131,9 +138,7 @@ def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResul
         ),
     )
     try:
-        config = cluster.read_cluster_object(
-            kai_api.CONFIG_GROUP, kai_api.CONFIG_VERSION, kai_api.CONFIG_PLURAL, kai_api.CONFIG_NAME
-        )
+        config = read_kai_config(cluster)
     except Exception as error:  # reported as the check's failure, like every other read
         return [deployments, ProofResult("kai-config", False, f"could not read kai-config: {error}")]
     return [deployments, *decide.decide_kai_config(config, spec.sharing_mode, spec.namespace)]
@@ -170,6 +175,7 @@ def check_gpu_fractioning(cluster: GateCluster, spec: GateSpec) -> list[ProofRes
                 )
             ),
         ),
+        guarded("kai-dependencies-fulfilled", lambda: decide.decide_kai_sees_fractioning(read_kai_config(cluster))),
         guarded(
             "node-ready",
             lambda: decide.decide_node_readiness(cluster.list_nodes(f"{GPU_PRESENT_LABEL}=true")),

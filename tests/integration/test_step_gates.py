@@ -49,7 +49,7 @@ def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> No
         assert "GPU Operator ready: all 3 checks hold after" in output
         assert "KAI-Scheduler ready: waiting" in output and "not created yet: admission" in output
         assert "gpu-fractioning node agents ready: waiting" in output
-        assert "gpu-fractioning node agents ready: all 5 checks hold after" in output
+        assert "gpu-fractioning node agents ready: all 6 checks hold after" in output
         assert kubectl_json("get", "pod", "fraction-smoke-a")["status"]["phase"] == "Running"
     finally:
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack="slow", check=False, timeout=900)

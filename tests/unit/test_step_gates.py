@@ -236,6 +236,19 @@ def test_gpu_fractioning_reports_the_operators_conditions_and_each_nodes_readine
     assert "gpu-node-0: False" in found["node-ready"] and "mpsd pod is not ready" in found["node-ready"]
 
 
+def test_gpu_fractioning_waits_until_kai_sees_its_config() -> None:
+    cluster = FakeCluster.ready()
+    kai_config = cluster.objects["configs"][0]
+    kai_config["status"]["conditions"][1] = condition(
+        "DependenciesFulfilled", "False", "GpuFractioningConfig not found"
+    )
+    detail = failing(cluster, AGENTS_GATE)["kai-dependencies-fulfilled"]
+    assert "DependenciesFulfilled=False (GpuFractioningConfig not found)" in detail
+    assert "kubectl get config.kai.scheduler kai-config" in detail
+    kai_config["status"]["conditions"].pop(1)
+    assert "kai-dependencies-fulfilled" not in failing(cluster, AGENTS_GATE), "a KAI without the condition passes"
+
+
 @pytest.mark.parametrize(
     ("log", "gap"),
     [
