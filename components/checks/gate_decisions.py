@@ -146,9 +146,17 @@ def decide_deployments(deployments: Sequence[Json], expected: Iterable[str], nam
     return ProofResult(check, True, f"{len(present)} Available: {', '.join(sorted(present))}")
 
 
+def kai_config_look(namespace: str) -> str:
+    return f"kubectl get config.kai.scheduler kai-config -o yaml; kubectl -n {namespace} logs deploy/kai-operator"
+
+
+def dependencies_detail(dependencies: Json) -> str:
+    return f"DependenciesFulfilled={dependencies.get('status')} ({dependencies.get('message')})"
+
+
 def decide_kai_config(config: Json | None, sharing_mode: str | None, namespace: str) -> list[ProofResult]:
     """kai-config Available, its GPU sharing mode, and (for information) its dependencies."""
-    look = f"kubectl get config.kai.scheduler kai-config -o yaml; kubectl -n {namespace} logs deploy/kai-operator"
+    look = kai_config_look(namespace)
     if config is None:
         missing = ProofResult("kai-config", False, f"no Config kai-config ({look})")
         return [missing] + ([ProofResult("gpu-sharing-mode", False, "no Config kai-config")] if sharing_mode else [])
@@ -172,7 +180,7 @@ def decide_kai_config(config: Json | None, sharing_mode: str | None, namespace: 
     if dependencies is not None:
         detail = f"DependenciesFulfilled={dependencies.get('status')}"
         if dependencies.get("status") != "True":
-            detail += f" ({dependencies.get('message')}): expected until gpu-fractioning is installed"
+            detail = f"{dependencies_detail(dependencies)}: expected until gpu-fractioning is installed"
         results.append(ProofResult("kai-dependencies", True, detail))
     return results
 
@@ -230,7 +238,7 @@ def decide_kai_sees_fractioning(config: Json | None) -> ProofResult:
     (`GpuFractioningConfig not found`) until gpu-fractioning is installed, turns True. The smoke pods
     need KAI and the node agents to agree; a KAI that does not report the condition passes, saying so."""
     check = "kai-dependencies-fulfilled"
-    look = "kubectl get config.kai.scheduler kai-config -o yaml; KAI's operator log: deploy/kai-operator"
+    look = kai_config_look("<kai.namespace>")
     if config is None:
         return ProofResult(check, False, f"no Config kai-config ({look})")
     dependencies = conditions(config).get("DependenciesFulfilled")
@@ -240,7 +248,7 @@ def decide_kai_sees_fractioning(config: Json | None) -> ProofResult:
         return ProofResult(
             check,
             False,
-            f"kai-config DependenciesFulfilled={dependencies.get('status')} ({dependencies.get('message')}): "
+            f"kai-config {dependencies_detail(dependencies)}: "
             f"KAI's operator has not seen the GpuFractioningConfig Ready yet ({look})",
         )
     return ProofResult(check, True, "kai-config DependenciesFulfilled=True")

@@ -101,13 +101,19 @@ def guarded(check: str, decide: Callable[[], ProofResult]) -> ProofResult:
         return ProofResult(check, False, f"could not gather the evidence: {error}")
 
 
+def pause(clock: Clock, delays: Iterator[float], deadline: float) -> None:
+    """Sleeps until the next look, or until the deadline if that comes first: the last look falls
+    on the deadline, not up to a poll interval after it."""
+    clock.sleep(min(next(delays), max(0.0, deadline - clock.now())))
+
+
 def wait_for(clock: Clock, deadline: float, probe: Callable[[], Any]) -> Any:
     delays = poll_delays()
     while True:
         found = probe()
         if found is not None or clock.now() >= deadline:
             return found
-        clock.sleep(next(delays))
+        pause(clock, delays, deadline)
 
 
 def retry(clock: Clock, seconds: float, attempt: Callable[[], ProofResult]) -> ProofResult:
@@ -117,7 +123,7 @@ def retry(clock: Clock, seconds: float, attempt: Callable[[], ProofResult]) -> P
         result = attempt()
         if result.passed or clock.now() >= deadline:
             return result
-        clock.sleep(next(delays))
+        pause(clock, delays, deadline)
 
 
 def raise_on_failure(kind: str, results: Sequence[ProofResult]) -> None:

@@ -28,7 +28,7 @@ from components.checks.cluster_facts import (
     node_facts,
 )
 from components.checks.dynamic import ReportedFailure
-from components.checks.proof import Clock, ProofResult, failures, format_proof, guarded, poll_delays
+from components.checks.proof import Clock, ProofResult, failures, format_proof, guarded, pause, poll_delays
 from components.config.model import StackConfig
 from components.gpu_cluster import fractioning_api, kai_api
 
@@ -238,5 +238,4 @@ def wait_for_gate(
         if waiting != last_said or clock.now() - said_at >= PROGRESS_EVERY_SECONDS:
             progress(f"{title}: waiting, {minutes(elapsed)} of {minutes(spec.timeout_seconds)}: {waiting}")
             last_said, said_at = waiting, clock.now()
-        # The last look falls on the timeout, not up to a poll interval after it.
-        clock.sleep(min(next(delays), max(0.0, start + spec.timeout_seconds - clock.now())))
+        pause(clock, delays, start + spec.timeout_seconds)

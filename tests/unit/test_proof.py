@@ -25,7 +25,15 @@ from components.checks.lab_decisions import (
     queue_allocated_gpus,
 )
 from components.checks.lab_proof import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
-from components.checks.proof import Clock, ProofFailed, ProofResult, default_container, format_proof, raise_on_failure
+from components.checks.proof import (
+    Clock,
+    ProofFailed,
+    ProofResult,
+    default_container,
+    format_proof,
+    raise_on_failure,
+    retry,
+)
 from components.checks.proof_resources import LabProof, SmokeProof, SmokeProofProvider, _ProofProvider
 from components.checks.smoke_decisions import (
     MpsNamespace,
@@ -588,6 +596,24 @@ def test_the_allocatable_wait_retries_until_the_device_plugin_advertises_every_g
     spec = AllocatableSpec(gpu_count=8, nodes=("n0",), timeout_seconds=10)
     (result,) = wait_for_allocatable(Cluster(), spec, clock=clock)  # type: ignore[arg-type]
     assert result.passed, f"the third poll sees 8 GPUs: {result.detail}"
+
+
+def test_a_retry_that_never_passes_makes_its_last_attempt_on_the_deadline() -> None:
+    class FakeTime:
+        t = 0.0
+
+        def sleep(self, seconds: float) -> None:
+            self.t += seconds
+
+    fake = FakeTime()
+    attempts: list[float] = []
+
+    def attempt() -> ProofResult:
+        attempts.append(fake.t)
+        return ProofResult("never", False, "not yet")
+
+    assert not retry(Clock(now=lambda: fake.t, sleep=fake.sleep), 12.0, attempt).passed
+    assert attempts[-1] == 12.0, f"the last attempt at {attempts[-1]} s, not after the 12 s deadline"
 
 
 def test_a_kai_namespace_without_a_cap_fails_even_beside_two_capped_ones() -> None:
