@@ -25,7 +25,7 @@ from components.forks.registry import RegistryCredentials
 from components.forks.supply import fork_images, fork_source
 from components.gpu_cluster.gpu_fractioning import GpuFractioning, gpu_fractioning_values
 from components.gpu_cluster.gpu_operator import GpuOperator
-from components.gpu_cluster.kai_scheduler import KaiScheduler, kai_fork_values, kai_lab_values
+from components.gpu_cluster.kai_scheduler import KaiKeptObjects, KaiScheduler, kai_fork_values, kai_lab_values
 from components.gpu_cluster.smoke_pods import SMOKE_POD_NAMES, SmokePods
 from components.lab.gpu_node_labels import GpuNodeLabels
 from components.lab.isolator import Isolator
@@ -109,6 +109,8 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         opts=after(in_cluster, operator_ready, kai_fork.images),
     )
     kai_ready = gate(config, "kai-scheduler", kai.release, kai)
+    # KAI's webhooks refuse every Queue patch until they answer, which its gate waits for.
+    KaiKeptObjects(kai, opts=after(in_cluster, kai_ready))
     fractioning = GpuFractioning(
         "gpu-fractioning",
         config.gpu_fractioning,
@@ -199,12 +201,13 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
         values=kai_lab_values(config.kai),
         source=config.kai_chart,
         local_chart=None,
-        kept_queues=("default-parent-queue",),
         # KAI caches GPU memory when it first sees a node: the labels must be there before it starts.
         opts=after(in_cluster, labels),
     )
-    # Queues are validated by KAI's admission webhook, which must be serving first.
+    # KAI's webhooks (all failurePolicy Fail) refuse Queues and kai-scheduler pods until they
+    # answer, which its gate waits for: queue-controller's validates every Queue.
     kai_ready = gate(config, "kai-scheduler", kai.release, kai, cluster_kubeconfig)
+    KaiKeptObjects(kai, kept_queues=("default-parent-queue",), opts=after(in_cluster, kai_ready))
     queues = LabQueues("queues", opts=after(in_cluster, kai_ready))
     # The isolator needs nothing of KAI to install (its chart's own smoke test runs without KAI, and
     # its webhook's failurePolicy is Ignore, so it blocks no pod while starting): it installs while

@@ -3,6 +3,7 @@ check, whose detail says what is missing and where to look. No cluster access he
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -10,14 +11,17 @@ from typing import Any
 from components.checks.cluster_facts import GPU_MEMORY_LABEL, GPU_PRESENT_LABEL, GPU_RESOURCE
 from components.checks.proof import ProofResult
 from components.gpu_cluster.fractioning_api import DAEMONS, NODE_READY_CONDITION
+from components.gpu_cluster.kai_api import WebhookConfiguration
 
 Json = Mapping[str, Any]
 
 # GFD's driver-version label, and the deprecated name it still writes next to it.
 DRIVER_MAJOR_LABELS = ("nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver.major")
 DRIVER_FULL_LABEL = "nvidia.com/cuda.driver-version.full"
-# mpsd's cap of the `default` MPS namespace, as mpsd logs it or as the control daemon echoes it.
-DEFAULT_CAP = re.compile(r"activeThreadPercent=10(?!\d)|active thread percentage\D{0,20}10(?:\.0+)?(?!\d)")
+# The MPS control daemon's own echo of the `default` namespace's cap.
+DAEMON_CAP = re.compile(r"active thread percentage\D{0,20}10(?:\.0+)?(?!\d)")
+# One attribute of a line from slog's text handler: key=value, the value quoted when it must be.
+TEXT_ATTRIBUTE = re.compile(r'([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|\S*)')
 
 
 def conditions(obj: Json | None) -> dict[str, Json]:
@@ -185,6 +189,62 @@ def decide_kai_config(config: Json | None, sharing_mode: str | None, namespace: 
     return results
 
 
+def webhook_services(configuration: Json) -> list[tuple[str, str]]:
+    """(namespace, name) of each Service a webhook configuration calls; webhooks given by URL call none."""
+    services = []
+    for webhook in configuration.get("webhooks") or []:
+        service = (webhook.get("clientConfig") or {}).get("service")
+        if service:
+            services.append((str(service.get("namespace")), str(service.get("name"))))
+    return services
+
+
+def has_ready_endpoint(endpoint_slices: Sequence[Json]) -> bool:
+    """Whether any endpoint of the Service's EndpointSlices is ready (a missing `ready` means ready)."""
+    return any(
+        (endpoint.get("conditions") or {}).get("ready") is not False
+        for endpoint_slice in endpoint_slices
+        for endpoint in endpoint_slice.get("endpoints") or []
+    )
+
+
+# The API server's words when a webhook it must call does not answer (no endpoint, refused, timed out).
+WEBHOOK_CALL_FAILED = "failed calling webhook"
+
+
+def decide_kai_webhooks(
+    expected: Sequence[WebhookConfiguration],
+    registered: Mapping[str, Json | None],
+    ready_services: Mapping[tuple[str, str], bool],
+    refusals: Mapping[str, str | None],
+) -> ProofResult:
+    """KAI's webhooks answer: every configuration its operator registers is there, each Service they
+    call has a ready endpoint, and a dry-run object of each kind they admit reaches them.
+
+    All of them fail closed (`failurePolicy: Fail`), so until they answer, every Queue, PodGroup and
+    `kai-scheduler` pod is refused. A webhook that answers with a denial still answers.
+    """
+    check = "webhooks"
+    gaps = []
+    missing = [w.name for w in expected if registered.get(w.name) is None]
+    if missing:
+        look = "kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations"
+        gaps.append(f"not registered yet: {', '.join(missing)} ({look})")
+    for w in expected:
+        for namespace, service in webhook_services(registered.get(w.name) or {}):
+            if not ready_services.get((namespace, service), False):
+                look = f"kubectl -n {namespace} get endpointslices,pods -l app={service}"
+                gaps.append(f"{w.name}: Service {namespace}/{service} has no ready endpoint ({look})")
+    for admits, refusal in sorted(refusals.items()):
+        if refusal is not None and WEBHOOK_CALL_FAILED in refusal:
+            names = ", ".join(w.name for w in expected if w.admits == admits)
+            gaps.append(f"{names} does not answer: a dry-run create of {admits} was refused: {refusal}")
+    if gaps:
+        return ProofResult(check, False, "; ".join(dict.fromkeys(gaps)))
+    answered = ", ".join(sorted(refusals)) or "nothing"
+    return ProofResult(check, True, f"{len(expected)} registered, answering dry runs of {answered}")
+
+
 # ---------------------------------------------------------------- after gpu-fractioning
 
 
@@ -276,6 +336,43 @@ def decide_node_readiness(gpu_nodes: Sequence[Json]) -> ProofResult:
     return ProofResult(check, True, f"{NODE_READY_CONDITION}=True on {', '.join(name(n) for n in gpu_nodes)}")
 
 
+def log_attributes(line: str) -> dict[str, Any]:
+    """The attributes of one log line from either of slog's handlers: JSON (`{"k":v,...}`) or text
+    (`k=v k2="quoted value"`); a line in neither format has none."""
+    start = line.find("{")
+    if start >= 0:
+        try:
+            found = json.loads(line[start:])
+        except ValueError:
+            found = None
+        if isinstance(found, dict):
+            return found
+    return {key: unquote(value) for key, value in TEXT_ATTRIBUTE.findall(line)}
+
+
+def unquote(value: str) -> str:
+    """A text-handler value: slog quotes it as Go's strconv.Quote does when it has spaces or quotes."""
+    if not value.startswith('"'):
+        return value
+    try:
+        return str(json.loads(value))
+    except ValueError:
+        return value.strip('"')
+
+
+def caps_default_namespace(line: str) -> bool:
+    """mpsd's line capping the `default` MPS namespace at 10 %, in slog's text or JSON format, or
+    the control daemon's echo of that cap."""
+    if "default" in line and DAEMON_CAP.search(line):
+        return True
+    attributes = log_attributes(line)
+    try:
+        percent = float(attributes.get("activeThreadPercent", ""))
+    except (TypeError, ValueError):
+        return False
+    return attributes.get("namespace") == "default" and percent == 10
+
+
 def decide_mpsd_logs(logs: Mapping[str, str], namespace: str) -> ProofResult:
     """Each mpsd pod started MPS in multi-user mode and capped the `default` namespace at 10 %."""
     check = "mpsd-log"
@@ -287,7 +384,7 @@ def decide_mpsd_logs(logs: Mapping[str, str], namespace: str) -> ProofResult:
     for pod, log in sorted(logs.items()):
         if "multiuser enabled" not in log:
             gaps.append(f"{pod}: no multi-user server ('Adding server ... [multiuser enabled]')")
-        if not any("default" in line and DEFAULT_CAP.search(line) for line in log.splitlines()):
+        if not any(caps_default_namespace(line) for line in log.splitlines()):
             gaps.append(f"{pod}: no cap of the default namespace at 10%")
     if gaps:
         return ProofResult(check, False, f"{'; '.join(gaps)} (kubectl -n {namespace} logs <pod>)")

@@ -111,6 +111,47 @@ class KubeClient:
         listing = apps.list_namespaced_daemon_set(namespace, label_selector=label_selector, _preload_content=False)
         return list(raw_json(listing)["items"])
 
+    # ---------------------------------------------------------------- admission
+
+    def read_webhook_configuration(self, kind: str, name: str) -> Json | None:
+        api = self._api.AdmissionregistrationV1Api(self.client)
+        read = (
+            api.read_mutating_webhook_configuration
+            if kind == "MutatingWebhookConfiguration"
+            else api.read_validating_webhook_configuration
+        )
+        return self._or_none(lambda: raw_json(read(name, _preload_content=False)))
+
+    def list_endpoint_slices(self, namespace: str, service: str) -> list[Json]:
+        discovery = self._api.DiscoveryV1Api(self.client)
+        listing = discovery.list_namespaced_endpoint_slice(
+            namespace, label_selector=f"kubernetes.io/service-name={service}", _preload_content=False
+        )
+        return list(raw_json(listing)["items"])
+
+    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> str | None:
+        """Creates `manifest` as a server-side dry run, through every admission step and webhook but
+        stored nowhere: None when it is admitted, else the API server's message."""
+        group, _, version = api_version.rpartition("/")
+        try:
+            if not group:
+                answer = self.core.create_namespaced_pod(namespace, manifest, dry_run="All", _preload_content=False)
+            elif namespace:
+                answer = self.custom.create_namespaced_custom_object(
+                    group, version, namespace, plural, manifest, dry_run="All", _preload_content=False
+                )
+            else:
+                answer = self.custom.create_cluster_custom_object(
+                    group, version, plural, manifest, dry_run="All", _preload_content=False
+                )
+        except self._api.ApiException as error:
+            try:
+                return str(json.loads(error.body).get("message") or error.reason)
+            except (TypeError, ValueError):
+                return f"{error.status} {error.reason}"
+        read_to_end(answer)
+        return None
+
     # ---------------------------------------------------------------- pods
 
     def read_pod(self, namespace: str, name: str) -> Json | None:

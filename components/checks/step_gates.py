@@ -4,7 +4,8 @@ progress, and fails the update before the next step starts when it does not hold
 - gpu-operator: ClusterPolicy ready, the `nvidia` RuntimeClass, every GPU node labelled by GFD
   (gpu.present, gpu.memory, a driver of at least the pinned branch) and advertising its GPUs;
 - kai-scheduler: every Deployment Available (most are the operator's, not the chart's), kai-config
-  Available and, for the forks, in NvFractions mode;
+  Available and, for the forks, in NvFractions mode, and the webhooks its operator registers
+  (all `failurePolicy: Fail`) answering, so the Queues and pods of later steps are not refused;
 - gpu-fractioning: its operator Available, mpsd and fractiond with desired == ready, the `default`
   GpuFractioningConfig's conditions True, KAI's kai-config seeing it (DependenciesFulfilled), every
   GPU node Ready for fractions, and mpsd's log showing the multi-user server and the `default`
@@ -99,6 +100,12 @@ class GateCluster(Protocol):
 
     def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str: ...
 
+    def read_webhook_configuration(self, kind: str, name: str) -> Json | None: ...
+
+    def list_endpoint_slices(self, namespace: str, service: str) -> list[Json]: ...
+
+    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> str | None: ...
+
 
 def gpu_nodes(cluster: GateCluster) -> list[Json]:
     return [n for n in cluster.list_nodes() if is_gpu_node(node_facts(n))]
@@ -130,6 +137,70 @@ def read_kai_config(cluster: GateCluster) -> Json | None:
     )
 
 
+# Where the dry-run probes of KAI's webhooks are admitted: a namespace every cluster has, which
+# KAI's pod webhooks select (they skip only kube-system and KAI's own namespace).
+PROBE_NAMESPACE = "default"
+
+
+def webhook_probes() -> dict[kai_api.Admits, tuple[str, str, str | None, Json]]:
+    """One object a webhook of KAI admits, per kind: (apiVersion, plural, namespace, manifest),
+    created only as server-side dry runs, so nothing is stored."""
+    metadata = {"generateName": "kgf-webhook-probe-"}
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    return {
+        "pods": (
+            "v1",
+            "pods",
+            PROBE_NAMESPACE,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": metadata,
+                "spec": {
+                    "schedulerName": kai_api.SCHEDULER_NAME,
+                    "containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}],
+                },
+            },
+        ),
+        "queues": (
+            kai_api.QUEUE_API_VERSION,
+            kai_api.QUEUE_PLURAL,
+            None,
+            {
+                "apiVersion": kai_api.QUEUE_API_VERSION,
+                "kind": "Queue",
+                "metadata": metadata,
+                "spec": {"resources": {r: unlimited for r in ("cpu", "memory", "gpu")}},
+            },
+        ),
+        "podgroups": (
+            f"{kai_api.PODGROUP_GROUP}/{kai_api.PODGROUP_VERSION}",
+            kai_api.PODGROUP_PLURAL,
+            PROBE_NAMESPACE,
+            {
+                "apiVersion": f"{kai_api.PODGROUP_GROUP}/{kai_api.PODGROUP_VERSION}",
+                "kind": "PodGroup",
+                "metadata": metadata,
+                "spec": {"minMember": 1, "queue": "default-queue"},
+            },
+        ),
+    }
+
+
+def check_kai_webhooks(cluster: GateCluster, config: Json | None) -> ProofResult:
+    expected = kai_api.webhook_configurations((config or {}).get("spec"))
+    registered = {w.name: cluster.read_webhook_configuration(w.kind, w.name) for w in expected}
+    services = {s for found in registered.values() if found for s in decide.webhook_services(found)}
+    ready = {s: decide.has_ready_endpoint(cluster.list_endpoint_slices(*s)) for s in services}
+    refusals: dict[str, str | None] = {}
+    if all(registered.values()) and all(ready.values()):
+        probes = webhook_probes()
+        for admits in dict.fromkeys(w.admits for w in expected):
+            api_version, plural, namespace, manifest = probes[admits]
+            refusals[admits] = cluster.dry_run_create(api_version, plural, namespace, manifest)
+    return decide.decide_kai_webhooks(expected, registered, ready, refusals)
+
+
 def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
     deployments = guarded(
         "deployments",
@@ -141,7 +212,11 @@ def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResul
         config = read_kai_config(cluster)
     except Exception as error:  # reported as the check's failure, like every other read
         return [deployments, ProofResult("kai-config", False, f"could not read kai-config: {error}")]
-    return [deployments, *decide.decide_kai_config(config, spec.sharing_mode, spec.namespace)]
+    return [
+        deployments,
+        *decide.decide_kai_config(config, spec.sharing_mode, spec.namespace),
+        guarded("webhooks", lambda: check_kai_webhooks(cluster, config)),
+    ]
 
 
 def check_gpu_fractioning(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:

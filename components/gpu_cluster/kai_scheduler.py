@@ -56,14 +56,13 @@ class KaiScheduler(pulumi.ComponentResource):
     """Installs KAI-Scheduler into its namespace (with the image pull secret, if any) and waits
     until every workload of the release is ready.
 
-    It also owns what the chart leaves behind on uninstall: the reservation namespace, the
-    default queues it names in `kept_queues`, and the `default` SchedulingShard, whose scheduler
-    Deployment would otherwise outlive the release. The CRDs stay, as Helm leaves them: other
-    workloads may use them.
+    It also owns the reservation namespace, which the chart leaves behind on uninstall. The CRDs
+    stay, as Helm leaves them: other workloads may use them.
     """
 
     release: k8s.helm.v3.Release
     status: pulumi.Output[str]
+    resource_name: str
 
     def __init__(
         self,
@@ -72,11 +71,11 @@ class KaiScheduler(pulumi.ComponentResource):
         values: pulumi.Input[dict[str, Any]],
         source: ChartSource | None,
         local_chart: pulumi.Input[str] | None,
-        kept_queues: tuple[str, ...] = ("default-parent-queue", "default-queue"),
         pull_secret: helm.PullSecret | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("kai-gpu-fractions:kai:KaiScheduler", name, None, opts)
+        self.resource_name = name
         self.release = helm.install(
             self,
             name,
@@ -87,13 +86,36 @@ class KaiScheduler(pulumi.ComponentResource):
             local_chart=local_chart,
             pull_secret=pull_secret,
         )
-        # The chart keeps these on uninstall; the stack owns them so destroy leaves a clean cluster.
-        after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        # The chart keeps it on uninstall; the stack owns it so destroy leaves a clean cluster.
         k8s.core.v1.Namespace(
-            f"{name}-reservation-namespace", metadata={"name": RESERVATION_NAMESPACE}, opts=after_release
+            f"{name}-reservation-namespace",
+            metadata={"name": RESERVATION_NAMESPACE},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )
-        for queue in kept_queues:
-            helm.adopt(f"{name}-{queue}", QUEUE_API_VERSION, "Queue", queue, after_release)
-        helm.adopt(f"{name}-default-shard", SHARD_API_VERSION, "SchedulingShard", "default", after_release)
         self.status = self.release.status.status
         self.register_outputs({"status": self.status})
+
+
+class KaiKeptObjects(pulumi.ComponentResource):
+    """The objects KAI's chart creates and keeps on uninstall, owned by the stack so that destroy
+    leaves a clean cluster: the default queues named in `kept_queues`, and the `default`
+    SchedulingShard, whose scheduler Deployment would otherwise outlive the release.
+
+    Owning a Queue patches it, and KAI's Queue webhook (`failurePolicy: Fail`) refuses that until
+    queue-controller answers: pass KAI's gate in `opts`' depends_on. They were children of
+    KaiScheduler before; the aliases keep their URNs, so existing stacks do not replace them.
+    """
+
+    def __init__(
+        self,
+        kai: KaiScheduler,
+        kept_queues: tuple[str, ...] = ("default-parent-queue", "default-queue"),
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        name = kai.resource_name
+        super().__init__("kai-gpu-fractions:kai:KaiKeptObjects", f"{name}-kept", None, opts)
+        child = pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(parent=kai)])
+        for queue in kept_queues:
+            helm.adopt(f"{name}-{queue}", QUEUE_API_VERSION, "Queue", queue, child)
+        helm.adopt(f"{name}-default-shard", SHARD_API_VERSION, "SchedulingShard", "default", child)
+        self.register_outputs({})

@@ -42,7 +42,7 @@ def main() -> None:
         FeatureDiscovery(),
         DevicePlugins(),
         NvmlMock(),
-        KaiOperator(),
+        KaiOperator(args.workdir),
         GpuFractioningOperator(args.workdir),
     ]
     stop = threading.Event()

@@ -16,8 +16,11 @@ test can tell that the chart was uninstalled only after the daemons were gone.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from tests.operators.cluster import (
     STRATEGIC_PATCH,
@@ -56,17 +59,24 @@ def version_tuple(raw: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts) + (0,) * (3 - len(parts))
 
 
-def mpsd_log(node: Json) -> str:
+# What mpsd prints, as recorded from its source: both of slog's formats (see the file's provenance).
+MPSD_LOG_LINES = yaml.safe_load(
+    (Path(__file__).parents[1] / "fixtures/upstream/gpu-fractioning/mpsd-log-lines.yaml").read_text()
+)
+
+
+def mpsd_log(node: Json, log_format: str) -> str:
     """What an mpsd pod prints at start: the control daemon's multi-user server, then mpsd's own lines."""
     driver = labels(node).get("nvidia.com/cuda.driver-version.full", "")
     stamp = "2026-11-30T00:00:00.000000000Z stdout F "
+    attributes = {"driverVersion": driver, "driverMajor": driver.split(".")[0]}
+    labelled = "labeled node with NVIDIA driver major version"
     lines = [
-        'time=2026-11-30T00:00:00Z level=INFO msg="wrote MPS config" path=/etc/nvidia-mps/mps-control.toml',
-        "Adding server 'shared' [multiuser enabled]",
-        f'time=2026-11-30T00:00:01Z level=INFO msg="labeled node with NVIDIA driver major version" '
-        f"driverVersion={driver} driverMajor={driver.split('.')[0]}",
-        'time=2026-11-30T00:00:01Z level=INFO msg="capped the default MPS namespace as defence in depth" '
-        "server=shared namespace=default activeThreadPercent=10",
+        MPSD_LOG_LINES["multiuser_server"],
+        json.dumps({"level": "INFO", "msg": labelled, **attributes})
+        if log_format == "json"
+        else f'level=INFO msg="{labelled}" ' + " ".join(f"{k}={v}" for k, v in attributes.items()),
+        MPSD_LOG_LINES["default_cap"][log_format],
     ]
     return "".join(stamp + line + "\n" for line in lines)
 
@@ -110,16 +120,16 @@ class GpuFractioningOperator:
                 body = daemonset(component, namespace, config, env)
                 daemonsets[component] = ensure(cluster, path("apps/v1", "daemonsets", namespace), body)
         self._conditions(cluster, config, readiness(daemonsets, gpu_operator_not_ready(cluster)))
-        self._nodes(cluster, config, namespace)
+        self._nodes(cluster, config, namespace, knobs.choice("mpsd-log-format", ("json", "text")))
 
-    def _nodes(self, cluster: Cluster, config: Json, namespace: str) -> None:
+    def _nodes(self, cluster: Cluster, config: Json, namespace: str, log_format: str) -> None:
         selector = ",".join(f"{k}={v}" for k, v in ((config.get("spec") or {}).get("nodeSelector") or {}).items())
         pods = pods_by_node(cluster.list(path("v1", "pods", namespace), MANAGED))
         for node in cluster.list(path("v1", "nodes"), selector):
             on_node = pods.get(name_of(node), [])
             mpsd = [p for p in on_node if p["metadata"]["labels"].get("app.kubernetes.io/component") == "mpsd"]
             if mpsd and pod_ready(mpsd[0]):
-                self._serve_log(cluster, mpsd[0], node)
+                self._serve_log(cluster, mpsd[0], node, log_format)
                 major = labels(node).get("nvidia.com/cuda.driver-version.major")
                 if major and labels(node).get(DRIVER_LABEL) != major:
                     cluster.patch(
@@ -127,10 +137,10 @@ class GpuFractioningOperator:
                     )
             set_node_condition(cluster, node, node_condition(node, on_node))
 
-    def _serve_log(self, cluster: Cluster, pod: Json, node: Json) -> None:
+    def _serve_log(self, cluster: Cluster, pod: Json, node: Json, log_format: str) -> None:
         log = self.workdir / f"{name_of(pod)}.log"
         if not log.exists():
-            log.write_text(mpsd_log(node))
+            log.write_text(mpsd_log(node, log_format))
         body = {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "Logs",

@@ -5,11 +5,13 @@ While the chart's `kai-operator` Deployment exists it reconciles Config `kai-con
 and one scheduler Deployment per SchedulingShard, owned by the shard, each running the image its
 Config block names. It writes the Config's conditions: Reconciling, Deployed, Available,
 DependenciesFulfilled (with NvFractions: False until the `default` GpuFractioningConfig is
-Ready=True, with the fork's message) and Ready. It serves none of KAI's webhooks.
+Ready=True, with the fork's message) and Ready. In the same reconcile it registers KAI's four
+webhook configurations, which its Deployments' pods answer a little later (tests/operators/kai_webhooks.py).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tests.operators.cluster import (
@@ -26,6 +28,7 @@ from tests.operators.cluster import (
     path,
     same_conditions,
 )
+from tests.operators.kai_webhooks import KaiWebhooks
 from tests.operators.knobs import Knobs
 
 CONFIG = path("kai.scheduler/v1", "configs", name="kai-config")
@@ -65,13 +68,17 @@ def fractioning_dependency(cluster: Cluster) -> str | None:
 
 
 class KaiOperator:
-    def __init__(self) -> None:
+    def __init__(self, workdir: Path) -> None:
         self.first_seen = FirstSeen()
+        self.webhooks = KaiWebhooks(workdir)
+        self.namespace: str | None = None
 
     def step(self, cluster: Cluster, knobs: Knobs, now: float) -> None:
         delay = knobs.delay("kai-operator")
         operator = cluster.list(path("apps/v1", "deployments"), "app=kai-operator")
         config = cluster.get(CONFIG)
+        # The webhook servers are the Deployments' pods: they run (or stop) without the operator.
+        self.webhooks.serve(cluster, knobs, now, self.namespace)
         if delay is None or not operator or config is None or deleting(config):
             return
         env = {
@@ -81,6 +88,7 @@ class KaiOperator:
         repository, tag = env.get("MS_REPOSITORY", ""), env.get("MS_TAG", "")
         spec = config.get("spec") or {}
         namespace = str(spec.get("namespace") or operator[0]["metadata"]["namespace"])
+        self.namespace = namespace
         deployments: list[Json | None] = []
         if self.first_seen.since(config, now) >= delay:
             url = path("apps/v1", "deployments", namespace)
@@ -98,6 +106,7 @@ class KaiOperator:
             for shard in cluster.list(SHARDS):
                 name = f"kai-scheduler-{name_of(shard)}"
                 deployments.append(ensure(cluster, url, deployment(name, namespace, scheduler, [], shard)))
+            self.webhooks.register(cluster, config, namespace)
         self._status(cluster, config, deployments, spec)
 
     @staticmethod

@@ -1,7 +1,8 @@
 """How long each stand-in takes, read from the ConfigMap kube-system/kgf-stand-in-operators.
 
 Each key names a stand-in's slow part and holds seconds, or `never` for a stand-in that never does
-its work (an operator that is not running, a driver that never loads). Missing keys take the
+its work (an operator that is not running, a driver that never loads); `mpsd-log-format` chooses
+the format the stand-in mpsd logs in (`json`, the default, or `text`). Missing keys take the
 defaults below: short, so the local deployment is quick, but never zero, so a gate that did not
 wait would fail.
 """
@@ -27,6 +28,8 @@ DEFAULTS = {
     "mpsd-stop": 8.0,
     # From an nvml-mock pod running to its node labelled gpu.present.
     "nvml-mock": 1.0,
+    # From KAI's serving Deployment existing to its webhooks answering (a pod's start).
+    "kai-webhooks": 2.0,
 }
 
 
@@ -38,6 +41,11 @@ class Knobs:
     def read(cls, cluster: Cluster) -> Knobs:
         found = cluster.get(path("v1", "configmaps", NAMESPACE, CONFIGMAP))
         return cls((found or {}).get("data") or {})
+
+    def choice(self, name: str, choices: tuple[str, ...]) -> str:
+        """The knob's value among `choices`; the first when it is missing or not one of them."""
+        raw = self.values.get(name, "").strip()
+        return raw if raw in choices else choices[0]
 
     def delay(self, name: str) -> float | None:
         """Seconds the stand-in `name` takes, or None when it never does its work."""

@@ -442,9 +442,12 @@ def test_objects_the_kai_chart_keeps_on_uninstall_are_owned_and_deleted_before_i
     }
     assert adopted["default-shard"].inputs["metadata"]["name"] == "default"
     assert adopted["reservation-namespace"].inputs["metadata"]["name"] == "kai-resource-reservation"
+    kai_ready = engine.one(STEP_GATE, "kai-scheduler-ready")
     for name, resource in adopted.items():
         assert engine.waits_for(resource, kai), f"{name} must be deleted before KAI is uninstalled"
         assert "spec" not in resource.inputs, "the chart stays the only source of the kept object's fields"
+        if name != "reservation-namespace":
+            assert engine.waits_for(resource, kai_ready), f"KAI's webhooks refuse the {name} patch until they answer"
 
 
 def test_the_smoke_proof_runs_after_the_smoke_pods_with_the_guides_expectations(run_program: ProgramRunner) -> None:

@@ -116,6 +116,8 @@ def test_queues_are_the_labs_unlimited_default_tree_created_after_kai(run_progra
     assert adopted == ["default-parent-queue"], "the chart's other queue is owned so destroy removes it"
     shard = engine.one("kubernetes:kai.scheduler/v1:SchedulingShard", "kai-scheduler-default-shard")
     assert engine.waits_for(shard, engine.release("kai-scheduler")), "the kept shard goes before the release"
+    for kept in (shard, *(q for q in engine.created(QUEUE) if q.name.startswith("kai-scheduler-"))):
+        assert engine.waits_for(kept, kai_ready), "KAI's Queue webhook refuses the patch until it answers"
 
 
 def test_the_isolator_and_the_runtime_class_shim_are_installed(run_program: ProgramRunner) -> None:

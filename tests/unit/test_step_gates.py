@@ -12,6 +12,10 @@ import pytest
 from components.checks.proof import Clock, poll_delays
 from components.checks.step_gates import CHECKS, GateSpec, GateTimedOut, gate_specs, wait_for_gate
 from components.config.load import parse_config
+from components.gpu_cluster import kai_api
+from tests.operators.cluster import name_of
+from tests.operators.gpu_fractioning import mpsd_log
+from tests.operators.kai_webhooks import recorded_configurations
 from tests.unit.test_preflight import fixture_node
 
 Json = dict[str, Any]
@@ -53,6 +57,11 @@ class FakeCluster:
     deployments: dict[str, list[Json]] = field(default_factory=dict)
     daemonsets: list[Json] = field(default_factory=list)
     logs: dict[str, str] = field(default_factory=dict)
+    webhooks: dict[str, Json] = field(default_factory=dict)
+    endpoints: dict[tuple[str, str], list[Json]] = field(default_factory=dict)
+    # kind (plural) → the API server's refusal of a dry-run create, or None when admitted
+    dry_runs: dict[str, str | None] = field(default_factory=dict)
+    dry_run_calls: list[str] = field(default_factory=list)
 
     @classmethod
     def ready(cls) -> FakeCluster:
@@ -93,6 +102,13 @@ class FakeCluster:
             },
             daemonsets=[daemonset("gpu-fractioning-mpsd"), daemonset("gpu-fractioning-fractiond")],
             logs={"gpu-fractioning-mpsd-x1": MPSD_LOG},
+            webhooks={name_of(w): w for w in recorded_configurations()},
+            endpoints={
+                ("kai-scheduler", service): [
+                    {"endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}]}
+                ]
+                for service in ("admission", "queue-controller", "podgroup-controller")
+            },
         )
 
     def list_nodes(self, label_selector: str = "") -> list[Json]:
@@ -119,6 +135,17 @@ class FakeCluster:
 
     def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str:
         return self.logs[name]
+
+    def read_webhook_configuration(self, kind: str, name: str) -> Json | None:
+        found = self.webhooks.get(name)
+        return found if found is not None and found["kind"] == kind else None
+
+    def list_endpoint_slices(self, namespace: str, service: str) -> list[Json]:
+        return self.endpoints.get((namespace, service), [])
+
+    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> str | None:
+        self.dry_run_calls.append(plural)
+        return self.dry_runs.get(plural)
 
 
 def failing(cluster: FakeCluster, spec: GateSpec) -> dict[str, str]:
@@ -203,6 +230,74 @@ def test_kai_in_the_wrong_sharing_mode_fails_and_missing_fractioning_is_only_rep
     assert message in results["kai-dependencies"].detail
 
 
+# The API server's refusal when the queue webhook's Service has no pod behind it (observed with the
+# real operator at v0.17.0 and nothing serving: ../shared/reference/upstream-observed.md).
+QUEUE_WEBHOOK_DOWN = (
+    'Internal error occurred: failed calling webhook "queue-validation.kai.scheduler": failed to call webhook: '
+    'Post "https://queue-controller.kai-scheduler.svc:443/validate-scheduling-run-ai-v2-queue?timeout=10s": '
+    'no endpoints available for service "queue-controller"'
+)
+
+
+def test_the_recorded_webhook_configurations_are_the_ones_the_gate_expects_and_all_fail_closed() -> None:
+    recorded = {(w["kind"], name_of(w)) for w in recorded_configurations()}
+    assert recorded == {(w.kind, w.name) for w in kai_api.webhook_configurations(None)}
+    assert {h["failurePolicy"] for w in recorded_configurations() for h in w["webhooks"]} == {"Fail"}
+
+
+def test_kai_waits_until_its_operator_has_registered_every_webhook() -> None:
+    cluster = FakeCluster.ready()
+    del cluster.webhooks["kai-queue-validation-v2"], cluster.webhooks["mutating-kai-admission"]
+    detail = failing(cluster, KAI_GATE)["webhooks"]
+    assert detail.startswith("not registered yet: mutating-kai-admission, kai-queue-validation-v2")
+    assert cluster.dry_run_calls == [], "nothing is sent to webhooks that are not all there"
+
+
+def test_kai_waits_for_a_ready_endpoint_behind_each_webhooks_service() -> None:
+    cluster = FakeCluster.ready()
+    cluster.endpoints[("kai-scheduler", "queue-controller")] = [
+        {"endpoints": [{"addresses": ["10.0.0.2"], "conditions": {"ready": False}}]}
+    ]
+    detail = failing(cluster, KAI_GATE)["webhooks"]
+    assert "kai-queue-validation-v2: Service kai-scheduler/queue-controller has no ready endpoint" in detail
+    assert "admission" not in detail.replace("queue-validation", "")
+
+
+def test_a_webhook_the_api_server_cannot_call_holds_the_gate_naming_it() -> None:
+    cluster = FakeCluster.ready()
+    cluster.dry_runs["queues"] = QUEUE_WEBHOOK_DOWN
+    detail = failing(cluster, KAI_GATE)["webhooks"]
+    assert detail.startswith("kai-queue-validation-v2 does not answer: a dry-run create of queues was refused")
+    assert 'failed calling webhook "queue-validation.kai.scheduler"' in detail
+    assert sorted(cluster.dry_run_calls) == ["podgroups", "pods", "queues"]
+
+
+def test_a_webhook_that_answers_with_a_denial_answers() -> None:
+    cluster = FakeCluster.ready()
+    cluster.dry_runs["pods"] = 'admission webhook "admission.kai-scheduler.svc" denied the request: no queue'
+    assert "webhooks" not in failing(cluster, KAI_GATE)
+
+
+def test_kai_webhooks_reached_by_url_need_no_service() -> None:
+    cluster = FakeCluster.ready()
+    for configuration in cluster.webhooks.values():
+        for webhook in configuration["webhooks"]:
+            webhook["clientConfig"] = {"url": "https://127.0.0.1:9443/validate"}
+    cluster.endpoints = {}
+    assert "webhooks" not in failing(cluster, KAI_GATE)
+
+
+def test_the_gate_expects_the_configurations_kai_config_names_and_skips_disabled_validation() -> None:
+    cluster = FakeCluster.ready()
+    spec = cluster.objects["configs"][0]["spec"]
+    spec["queueController"] = {"webhooks": {"enableValidation": False}}
+    spec["podGroupController"] = {"webhooks": {"webhookConfigurationNamePrefix": "pg-"}}
+    del cluster.webhooks["kai-queue-validation-v2"]
+    assert failing(cluster, KAI_GATE)["webhooks"] == (
+        "not registered yet: pg-v2alpha2 (kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations)"
+    )
+
+
 def test_the_lab_checks_no_sharing_mode() -> None:
     cluster = FakeCluster.ready()
     del cluster.objects["configs"][0]["spec"]["global"]["gpuSharingMode"]
@@ -261,6 +356,33 @@ def test_mpsd_must_log_the_multi_user_server_and_the_default_cap(log: str, gap: 
     cluster = FakeCluster.ready()
     cluster.logs = {"gpu-fractioning-mpsd-x1": log}
     assert gap in failing(cluster, AGENTS_GATE)["mpsd-log"]
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_mpsd_passes_in_either_slog_format_as_recorded(log_format: str) -> None:
+    cluster = FakeCluster.ready()
+    cluster.logs = {"gpu-fractioning-mpsd-x1": mpsd_log(fixture_node(), log_format)}
+    assert "mpsd-log" not in failing(cluster, AGENTS_GATE)
+
+
+@pytest.mark.parametrize(
+    ("change", "into"),
+    [
+        ('"activeThreadPercent":10', '"activeThreadPercent":100'),
+        ('"namespace":"default"', '"namespace":"team-a"'),
+        ("activeThreadPercent=10", "activeThreadPercent=1"),
+        ("namespace=default", "namespace=defaults"),
+    ],
+)
+def test_a_recorded_cap_line_of_another_namespace_or_percentage_fails(change: str, into: str) -> None:
+    cluster = FakeCluster.ready()
+    for log_format in ("json", "text"):
+        log = mpsd_log(fixture_node(), log_format)
+        if change in log:
+            cluster.logs = {"gpu-fractioning-mpsd-x1": log.replace(change, into)}
+            assert "no cap of the default namespace at 10%" in failing(cluster, AGENTS_GATE)["mpsd-log"]
+            return
+    raise AssertionError(f"{change!r} is in neither recorded format")
 
 
 def test_the_control_daemons_own_wording_of_the_cap_is_accepted() -> None:
