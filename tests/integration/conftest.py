@@ -8,12 +8,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, require_env
+from tests.operators.cluster import name_of
 from tests.operators.gpu_fractioning import RECORD
+from tests.operators.kai_webhooks import recorded_configurations
 from tests.operators.knobs import CONFIGMAP, NAMESPACE
 from tests.operators.node_daemons import gfd_labels
 
@@ -38,11 +41,33 @@ def workspace(tmp_path: Path) -> Workspace:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def fresh_gpu_node() -> None:
+def fresh_gpu_node() -> Iterator[None]:
     """Each test module starts with the GPU node as a new machine has it, before any GPU software:
-    what earlier modules' stand-in operators wrote to it (as real ones would, and leave) is gone."""
+    what earlier modules' stand-in operators wrote to it (as real ones would, and leave) is gone.
+    After it, no webhook left registered may send the API server off this machine."""
     reset_gpu_node()
     kubectl("-n", NAMESPACE, "delete", "configmap", CONFIGMAP, RECORD, "--ignore-not-found")
+    yield
+    assert webhooks_off_the_machine() == []
+
+
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+def webhooks_off_the_machine() -> list[str]:
+    """Every webhook registered in the test cluster that the API server would call anywhere but on
+    loopback: through a Service (its cluster IP routes off the machine) or at a URL of another host."""
+    found = []
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        for configuration in kubectl_json("get", kind)["items"]:
+            for webhook in configuration.get("webhooks") or []:
+                client = webhook.get("clientConfig") or {}
+                host = urlsplit(client.get("url") or "").hostname
+                if client.get("service") or host not in LOOPBACK_HOSTS:
+                    found.append(
+                        f"{configuration['metadata']['name']}/{webhook['name']}: {client.get('service') or host}"
+                    )
+    return found
 
 
 def reset_gpu_node() -> None:
@@ -130,5 +155,12 @@ def _leftovers() -> dict[str, list[str]]:
         result = kubectl("get", kind, "-o", "name", check=False)
         found[kind] = sorted(result.stdout.split()) if result.returncode == 0 else []
     found["pods"] = sorted(kubectl("get", "pods", "-n", "default", "-o", "name").stdout.split())
+    # KAI's operator registers them, owned by kai-config; any left would refuse every Queue and
+    # kai-scheduler pod of the next install (failurePolicy Fail).
+    kai_webhooks = {name_of(c) for c in recorded_configurations()}
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        names = {name_of(c) for c in kubectl_json("get", kind)["items"]} & kai_webhooks
+        if names:
+            found[kind] = sorted(names)
     found["runtimeclasses"] = sorted(kubectl("get", "runtimeclasses", "-o", "name").stdout.split())
     return {kind: names for kind, names in found.items() if names}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import leftovers
+from tests.integration.conftest import leftovers, webhooks_off_the_machine
 from tests.integration.stand_ins import StandInQueueAccounting, isolator_webhook
 from tests.integration.workspace import REPO, Workspace, helm, kubectl_json
 
@@ -59,7 +59,10 @@ def test_preview_plans_the_lab_in_the_runbooks_order(dev: Workspace) -> None:
 
 def test_up_runs_the_lab_and_reports_the_reservation_boundary(dev: Workspace) -> None:
     up = dev.pulumi("up", "--yes", "--skip-preview", stack="dev", timeout=1200)
-    assert "KAI-Scheduler ready: all 3 checks hold" in up.output, "queues wait for KAI's operator's webhook"
+    assert "KAI-Scheduler ready: all 4 checks hold" in up.output, "queues wait for KAI's webhooks to answer"
+    registered = {c["metadata"]["name"] for c in kubectl_json("get", "validatingwebhookconfigurations")["items"]}
+    assert {"validating-kai-admission", "kai-queue-validation-v2"} <= registered, "the stand-in KAI registers them"
+    assert webhooks_off_the_machine() == [], "every webhook the API server calls is on loopback"
     labels = kubectl_json("get", "node", NODE)["metadata"]["labels"]
     assert labels["nvidia.com/gpu.memory"] == "40960"
     assert labels["nvidia.com/gpu.count"] == "8"

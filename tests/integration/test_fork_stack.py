@@ -77,7 +77,7 @@ def test_preview_shows_the_whole_graph_before_anything_exists(a100: Workspace) -
 
 def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
     up = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=1200)
-    for gate in ("GPU Operator ready: all 3", "KAI-Scheduler ready: all 4", "gpu-fractioning node agents ready: all 6"):
+    for gate in ("GPU Operator ready: all 3", "KAI-Scheduler ready: all 5", "gpu-fractioning node agents ready: all 6"):
         assert gate in up.output, f"the update must report the gate '{gate} checks hold'"
     outputs = a100.outputs("a100")
     assert outputs["imageTag"] == TAG

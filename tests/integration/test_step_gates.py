@@ -24,6 +24,16 @@ def exists(*args: str) -> bool:
     return kubectl("get", *args, check=False).returncode == 0
 
 
+def patched_by_the_stack(*queues: str) -> list[str]:
+    """The chart's Queues that the stack's server-side apply has written to."""
+    patched = []
+    for queue in queues:
+        found = kubectl_json("get", "queues.scheduling.run.ai", queue, "--show-managed-fields")
+        if any(m.get("manager", "").startswith("pulumi") for m in found["metadata"].get("managedFields") or []):
+            patched.append(queue)
+    return patched
+
+
 def new_a100(tmp_path: Path, name: str, **sections: dict[str, Any]) -> Workspace:
     workspace = Workspace.create(tmp_path)
     config = a100_config()
@@ -36,7 +46,7 @@ def new_a100(tmp_path: Path, name: str, **sections: dict[str, Any]) -> Workspace
 def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> None:
     workspace = new_a100(tmp_path, "slow")
     try:
-        with stand_in_operators(gpu_operator=30, kai_operator=12, gpu_fractioning=12):
+        with stand_in_operators(gpu_operator=30, kai_operator=12, kai_webhooks=10, gpu_fractioning=12):
             run = workspace.start("up", "--yes", "--skip-preview", stack="slow")
             wait_until(lambda: exists("runtimeclass", "nvidia"), timeout=300, what="the operator's RuntimeClass")
             # The driver is still loading: no GFD labels, no GPUs advertised, and KAI not started.
@@ -48,6 +58,10 @@ def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> No
         assert "GPU Operator ready: waiting" in output and "gpu-nodes: gpu-node-0: " in output
         assert "GPU Operator ready: all 3 checks hold after" in output
         assert "KAI-Scheduler ready: waiting" in output and "not created yet: admission" in output
+        # The operator registers its webhooks with its Deployments; their pods answer 10 s later.
+        assert "kai-queue-validation-v2 does not answer: a dry-run create of queues was refused" in output
+        assert "KAI-Scheduler ready: all 5 checks hold after" in output
+        assert "failed calling webhook" not in output.split("all 5 checks hold")[1], "nothing refused after the gate"
         assert "gpu-fractioning node agents ready: waiting" in output
         assert "gpu-fractioning node agents ready: all 6 checks hold after" in output
         assert kubectl_json("get", "pod", "fraction-smoke-a")["status"]["phase"] == "Running"
@@ -62,13 +76,20 @@ def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> No
         ("gpu-operator", "gpuOperator", "runtime-class: RuntimeClass nvidia not found", ("namespace", "kai-scheduler")),
         ("kai-operator", "kai", "deployments: not created yet: admission", ("namespace", "gpu-fractioning")),
         (
+            "kai-webhooks",
+            "kai",
+            "kai-queue-validation-v2 does not answer: a dry-run create of queues was refused: Internal error "
+            'occurred: failed calling webhook "queue-validation.kai.scheduler"',
+            ("namespace", "gpu-fractioning"),
+        ),
+        (
             "gpu-fractioning",
             "gpuFractioning",
             "daemonsets: gpu-fractioning-mpsd not created yet",
             ("pod", "fraction-smoke-a"),
         ),
     ],
-    ids=["gpu-operator", "kai", "gpu-fractioning"],
+    ids=["gpu-operator", "kai", "kai-webhooks", "gpu-fractioning"],
 )
 def test_an_operator_that_never_works_fails_its_gate_before_the_next_step(
     tmp_path: Path, operator: str, section: str, missing: str, next_step: tuple[str, str]
@@ -83,6 +104,10 @@ def test_an_operator_that_never_works_fails_its_gate_before_the_next_step(
             assert missing in result.output, result.output[-4000:]
             assert "Traceback" not in result.output, "a cluster that is not ready is a finding, not a crash"
             assert not exists(*next_step), f"nothing of the next step may exist: {' '.join(next_step)}"
+            if operator == "kai-webhooks":
+                assert not patched_by_the_stack("default-queue", "default-parent-queue"), (
+                    "no kept Queue may be patched before KAI's webhooks answer"
+                )
     finally:
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack="never", check=False, timeout=900)
     assert leftovers() == {}
