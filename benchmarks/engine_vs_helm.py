@@ -74,12 +74,14 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def apply(manifest: dict[str, Any]) -> None:
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input_text=json.dumps(manifest))
+def apply(manifest: dict[str, Any], check: bool = True) -> bool:
+    args = ("apply", "--server-side", "--force-conflicts", "-f", "-")
+    return kubectl(*args, input_text=json.dumps(manifest), check=check).returncode == 0
 
 
 def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, Any] | None = None) -> None:
-    """The runbook's order, by hand: nvml-mock, device plugin, labels, KAI, queues, isolator, pods.
+    """The runbook's order, by hand: nvml-mock, device plugin, labels, KAI, queues (retried until
+    KAI's Queue webhook admits them), isolator, pods.
 
     With `checks`, it also does what the cold up verifies on the way: preflight's reads of the
     cluster, the GPUs the device plugin advertises, and KAI's operator having made its Deployments
@@ -136,9 +138,15 @@ def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, An
         kai_config = f"{kai_api.CONFIG_PLURAL}.{kai_api.CONFIG_GROUP}/{kai_api.CONFIG_NAME}"
         kubectl("wait", "--for=condition=Available", "--timeout=300s", kai_config)
     for name, parent in (("default", None), ("default-queue", "default")):
-        apply(
-            {"apiVersion": QUEUE_API_VERSION, "kind": "Queue", "metadata": {"name": name}, "spec": queue_spec(parent)}
-        )
+        queue = {
+            "apiVersion": QUEUE_API_VERSION,
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": queue_spec(parent),
+        }
+        # The runbook's "wait for KAI's webhook before creating Queues": until queue-controller
+        # answers, its webhook (failurePolicy Fail) refuses them, so retry until one is admitted.
+        wait_until(lambda q=queue: apply(q, check=False), 300, "KAI's Queue webhook", interval=0.5)
     install("kai-resource-isolator", "kai-resource-isolator", lab.isolator.namespace, isolator_values())
     apply({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "runc"})
     for pod in (whole_gpu_pod_manifest(True), shared_pod_manifest(lab.gpu)):
