@@ -61,6 +61,10 @@ def review_response(request_path: str, request: Json) -> Json:
     return response
 
 
+def client_configs(configuration: Json) -> list[Json]:
+    return [w.get("clientConfig") or {} for w in configuration.get("webhooks") or []]
+
+
 class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -129,7 +133,7 @@ class KaiWebhooks:
             existing = cluster.get(f"{url}/{name_of(body)}")
             if existing is None:
                 cluster.create(url, body)
-            elif existing.get("webhooks") != body["webhooks"]:
+            elif client_configs(existing) != client_configs(body):  # the API server adds defaults to the rest
                 cluster.patch(f"{url}/{name_of(body)}", {"webhooks": body["webhooks"]})
 
     def configuration(self, recorded: Json, config: Json, namespace: str) -> Json:
