@@ -44,6 +44,17 @@ SERVICES = {
 }
 
 
+# Deployment name → the operand that reports it (its Name() upstream), as in Available's message
+# (tests/fixtures/upstream/kai-scheduler/kai-config-status.yaml).
+OPERANDS = {
+    "admission": "KAIAdmission",
+    "binder": "Binder",
+    "pod-grouper": "PodGrouper",
+    "podgroup-controller": "PodGroupController",
+    "queue-controller": "QueueController",
+}
+
+
 def image(block: dict[str, Any], fallback_repository: str, fallback_tag: str, name: str) -> str:
     found = ((block.get("service") or {}).get("image")) or {}
     repository = found.get("repository") or fallback_repository
@@ -130,7 +141,12 @@ class KaiOperator:
                 "Available",
                 "False",
                 "available",
-                f"Deployment [{unavailable[0]}] is not available" if unavailable else "System not available",
+                "\n".join(
+                    f"{OPERANDS.get(n, 'SchedulerForShard')}: Deployment [{n}] is not available\n"
+                    f"{OPERANDS.get(n, 'SchedulerForShard')}: not available"
+                    for n in unavailable
+                )
+                or "System not available",
             ),
             Condition("DependenciesFulfilled", "False", "dependencies_missing", missing)
             if missing

@@ -5,9 +5,11 @@ from __future__ import annotations
 import copy
 import itertools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.checks.proof import Clock, poll_delays
 from components.checks.step_gates import CHECKS, GateSpec, GateTimedOut, gate_specs, wait_for_gate
@@ -296,6 +298,23 @@ def test_the_gate_expects_the_configurations_kai_config_names_and_skips_disabled
     assert failing(cluster, KAI_GATE)["webhooks"] == (
         "not registered yet: pg-v2alpha2 (kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations)"
     )
+
+
+RECORDED_KAI_STATUS = yaml.safe_load(
+    (Path(__file__).parents[1] / "fixtures/upstream/kai-scheduler/kai-config-status.yaml").read_text()
+)
+
+
+def test_the_kai_gate_decides_on_kai_configs_status_as_recorded() -> None:
+    cluster = FakeCluster.ready()
+    config = cluster.objects["configs"][0]
+    config["status"]["conditions"] = RECORDED_KAI_STATUS["ready"]
+    assert failing(cluster, KAI_GATE) == {}
+    config["status"]["conditions"] = RECORDED_KAI_STATUS["not_available"]
+    found = failing(cluster, KAI_GATE)
+    assert list(found) == ["kai-config"], "a missing GpuFractioningConfig is expected at this step"
+    assert "not Available: PodGrouper: Deployment [pod-grouper] is not available" in found["kai-config"]
+    assert "DependenciesFulfilled=False" in failing(cluster, AGENTS_GATE)["kai-dependencies-fulfilled"]
 
 
 def test_the_lab_checks_no_sharing_mode() -> None:
