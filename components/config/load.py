@@ -51,6 +51,7 @@ def parse_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset
         )
     try:
         config = StackConfig.model_validate(values)
+        problems += [f"  - {PROJECT}:{path}: {reason}" for path, reason in config.cross_key_problems()]
     except ValidationError as error:
         problems += [_describe(e, StackConfig) for e in error.errors()]
     except Exception as error:  # a validator that failed in a way it did not foresee: still no traceback

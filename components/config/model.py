@@ -33,7 +33,9 @@ from components.config.types import (
     Repository,
     Switch,
     Text,
+    oci_chart_problem,
     uses_v_prefix,
+    version_order,
 )
 
 
@@ -74,6 +76,8 @@ class ChartSource(Model):
 
     @model_validator(mode="after")
     def _remote_charts_are_pinned(self) -> ChartSource:
+        if self.chart.startswith("oci://") and (problem := oci_chart_problem(self.chart)):
+            raise ValueError(f"`chart` {problem}")
         if self.repo is not None and not _CHART_NAME.fullmatch(self.chart):
             raise ValueError("with `repo`, `chart` must be the chart's name in that repository")
         if not self.is_local and not self.version:
@@ -152,7 +156,7 @@ class ForksConfig(Model):
     gpu_fractioning: Annotated[ForkPin, defaults_to(GPU_FRACTIONING_PIN)] = GPU_FRACTIONING_PIN
     tag: ImageTag | None = Field(default=None, examples=["smshare-44d1d0a-af0544e"])
     images: ImageMode = Field(default="build", examples=["build", "verify", "prebuilt"])
-    platform: Platform | None = Field(default=None, examples=["linux/amd64"])
+    platform: Platform | None = Field(default=None, examples=["linux/amd64", "linux/amd64,linux/arm64"])
     workdir: Directory = Field(default=".forks", examples=[".forks", "/var/tmp/kai-forks"])
 
     @field_validator("tag")
@@ -472,6 +476,26 @@ class StackConfig(Model):
         if self.registry is None:
             raise ValueError("the fork profile needs a registry")
         return self.registry
+
+    def cross_key_problems(self) -> list[tuple[str, str]]:
+        """Rules between sections, as (key path, reason with the fix): the GPU Operator this stack
+        installs must be one gpu-fractioning starts with."""
+        problems = []
+        operator, minimum = self.gpu_operator, self.gpu_fractioning.minimum_gpu_operator_version
+        version = operator.chart.version
+        if self.profile == "fork" and operator.enabled and version is not None:
+            order, floor = version_order(version), version_order(minimum)
+            if order is not None and floor is not None and order < floor:
+                spelled = minimum if uses_v_prefix(version) else minimum.removeprefix("v")
+                problems.append(
+                    (
+                        "gpuOperator.chart.version",
+                        f"{version} is older than {minimum}, the oldest GPU Operator gpu-fractioning starts with "
+                        f"(gpuFractioning.minimumGpuOperatorVersion); pin {spelled} or newer; "
+                        f'for example: "{spelled}"',
+                    )
+                )
+        return problems
 
     @property
     def kai_chart(self) -> ChartSource | None:

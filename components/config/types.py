@@ -96,7 +96,7 @@ _PATH = rf"{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
 _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,}"
 _NAME = re.compile(rf"(?:(?P<domain>{_DOMAIN})/)?(?P<path>{_PATH})")
-_REGISTRY_PATH = re.compile(rf"{_DOMAIN}/{_PATH}")
+_REGISTRY_PATH = re.compile(rf"{_DOMAIN}(?:/{_PATH})?")
 _TAG_ONLY = re.compile(_TAG, re.ASCII)
 _REFERENCE = re.compile(
     rf"(?P<name>[^:@]+(?::[0-9]+/[^:@]+)?)(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?", re.ASCII
@@ -113,8 +113,8 @@ def _has_registry_domain(value: str) -> bool:
 def _registry_path(value: str) -> str | None:
     if len(value) > 255 or not _REGISTRY_PATH.fullmatch(value) or not _has_registry_domain(value):
         return (
-            "must be a registry host (with an optional port) and a lowercase repository path, without a scheme, "
-            "tag or trailing slash"
+            "must be a registry host, with an optional port and an optional lowercase repository path, "
+            "without a scheme, tag or trailing slash"
         )
     return None
 
@@ -147,7 +147,8 @@ def _image(value: str) -> str | None:
 
 
 RegistryPath = Annotated[str, Strict(), _text(_registry_path)]
-"""`host[:port]/path` where images are pushed and pulled, e.g. registry.example.com/team/kai-fork."""
+"""`host[:port][/path]` where images are pushed and pulled, e.g. registry.example.com/team/kai-fork or
+localhost:5000: what docker, buildx and crane take before `/<repository>`."""
 
 Repository = Annotated[str, Strict(), _text(_repository)]
 """An image repository without a tag, e.g. nvml-mock or ghcr.io/nvidia/nvml-mock."""
@@ -167,6 +168,28 @@ _SEMVER = re.compile(
 )
 _DRIVER = re.compile(r"([0-9]{3})\.[0-9]{2,3}(?:\.[0-9]{2})?", re.ASCII)
 MINIMUM_DRIVER_BRANCH = 615
+
+
+def version_order(version: str) -> tuple[int, ...] | None:
+    """A chart version's place in semantic-versioning order (a pre-release before its release), or
+    None when it is no exact version."""
+    match = _SEMVER.fullmatch(version)
+    if not match:
+        return None
+    release = tuple(int(part) for part in match.group(2, 3, 4))
+    return (*release, 0 if "-" in version.split("+", 1)[0] else 1)
+
+
+def oci_chart_problem(reference: str) -> str | None:
+    """Why an `oci://` chart reference is none Helm can pull, or None: a registry host, then the
+    chart's repository path."""
+    rest = reference.removeprefix("oci://")
+    if _REGISTRY_PATH.fullmatch(rest) and "/" in rest and _has_registry_domain(rest):
+        return None
+    return (
+        "must name a registry host and the chart's repository path after oci://, without a tag, "
+        "such as oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
+    )
 
 
 def _chart_version(value: str) -> str | None:
@@ -197,7 +220,47 @@ DriverVersion = Annotated[str, Strict(), _text(_driver_version)]
 _SCP_LIKE = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+")
 _URL = re.compile(r"(https?|ssh|git|file)://[^\s]+")
 _HTTP_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[^\s]*)?")
-_PLATFORM = re.compile(r"[a-z0-9]+/[a-z0-9_]+(?:/[a-z0-9]+)?")
+_PLATFORM = re.compile(r"(?P<os>[a-z0-9]+)/(?P<arch>[a-z0-9_]+)(?:/(?P<variant>[a-z0-9]+))?")
+# What containerd's platform parser (and so buildx and crane) knows: Go's GOOS and GOARCH values,
+# and the architecture spellings it normalizes (x86_64, aarch64, ...).
+_PLATFORM_OS = frozenset(
+    [
+        "aix",
+        "android",
+        "darwin",
+        "dragonfly",
+        "freebsd",
+        "illumos",
+        "ios",
+        "js",
+        "linux",
+        "netbsd",
+        "openbsd",
+        "plan9",
+        "solaris",
+        "wasip1",
+        "windows",
+    ]
+)
+_PLATFORM_ARCH = frozenset(
+    [
+        "386",
+        "amd64",
+        "arm",
+        "arm64",
+        "loong64",
+        "mips",
+        "mips64",
+        "mips64le",
+        "mipsle",
+        "ppc64",
+        "ppc64le",
+        "riscv64",
+        "s390x",
+        "wasm",
+    ]
+    + ["aarch64", "armel", "armhf", "i386", "x86_64"]
+)
 
 
 def _git_repository(value: str) -> str | None:
@@ -213,7 +276,16 @@ def _http_url(value: str) -> str | None:
 
 
 def _platform(value: str) -> str | None:
-    return None if _PLATFORM.fullmatch(value) else "must be an OS/architecture pair such as linux/amd64"
+    """One OS/architecture[/variant] pair, or a comma list of them, as `docker buildx build --platform` takes."""
+    pairs = value.split(",")
+    for pair in pairs:
+        match = _PLATFORM.fullmatch(pair)
+        if not match or match["os"] not in _PLATFORM_OS or match["arch"] not in _PLATFORM_ARCH:
+            which = f"{pair!r} is not an OS/architecture pair" if len(pairs) > 1 else "must be an OS/architecture pair"
+            return f"{which} such as linux/amd64 (several, for one multi-platform image: linux/amd64,linux/arm64)"
+    if repeated := sorted({pair for pair in pairs if pairs.count(pair) > 1}):
+        return f"names {', '.join(repeated)} more than once"
+    return None
 
 
 def _directory(value: str) -> str | None:
@@ -229,6 +301,7 @@ def _directory(value: str) -> str | None:
 GitRepository = Annotated[str, Strict(), _text(_git_repository)]
 HttpUrl = Annotated[str, Strict(), _text(_http_url)]
 Platform = Annotated[str, Strict(), _text(_platform)]
+"""The build platform(s): `linux/amd64`, or `linux/amd64,linux/arm64` for one manifest list of both."""
 Directory = Annotated[str, Strict(), _text(_directory)]
 """A directory on the machine that runs Pulumi; relative to the project unless absolute."""
 

@@ -31,8 +31,9 @@ def test_every_bad_key_is_named_with_its_reason_and_an_example_in_one_message() 
         }
     )
     assert lines == [
-        "  - kai-gpu-fractions:registry.server: must be a registry host (with an optional port) and a lowercase "
-        'repository path, without a scheme, tag or trailing slash; for example: "registry.example.com/team/kai-fork"',
+        "  - kai-gpu-fractions:registry.server: must be a registry host, with an optional port and an optional "
+        "lowercase repository path, without a scheme, tag or trailing slash; "
+        'for example: "registry.example.com/team/kai-fork"',
         "  - kai-gpu-fractions:forks.tag: 'latest' moves with every push; pin a tag that names one build; "
         'for example: "smshare-44d1d0a-af0544e"',
         "  - kai-gpu-fractions:forks.images: Input should be 'build', 'verify' or 'prebuilt'; for example: \"build\"",
@@ -292,3 +293,105 @@ def test_keys_the_profile_does_not_read_are_named_in_warnings() -> None:
         "kai-gpu-fractions:gpuOperator is set, but the lab profile does not read it",
         "kai-gpu-fractions:nodes is set, but the lab profile does not read it",
     ]
+
+
+# ---------------------------------------------------------------- what docker, buildx, crane and Helm take
+
+
+@pytest.mark.parametrize(
+    "server", ["localhost:5000", "localhost", "registry.example.com", "10.0.0.5:5000", "[::1]:5000", "ghcr.io/team"]
+)
+def test_a_registry_host_with_an_optional_port_and_no_path_is_a_registry(server: str) -> None:
+    config = parse_config({"registry": json.dumps({"server": server})})
+    assert config.fork_registry.server == server, "docker and crane push <host[:port]>/<repository> as it is"
+    assert config.fork_registry.host == server.split("/", 1)[0]
+
+
+@pytest.mark.parametrize("server", ["kai-fork", "team/kai-fork", "localhost:5000/", "oci://localhost:5000"])
+def test_a_registry_server_without_a_registry_host_is_refused(server: str) -> None:
+    (line,) = error_lines({"registry": json.dumps({"server": server})})
+    assert line.startswith("  - kai-gpu-fractions:registry.server: must be a registry host, with an optional port"), (
+        "a first component without '.', ':' or localhost is a Docker Hub user, not a registry"
+    )
+
+
+def test_a_registry_without_a_path_gets_the_forks_images_directly_under_its_host(run_program: ProgramRunner) -> None:
+    engine, _ = run_program({"registry": {"server": "localhost:5000"}})
+    environments = {r.name: r.inputs["environment"] for r in engine.created("command:local:Command")}
+    kai = environments["kai-scheduler-images-build"]
+    assert kai["DOCKER_REPO_BASE"] == "localhost:5000/kai-scheduler", "as the guide's build pushes them"
+    assert kai["REGISTRY_HOST"] == "localhost:5000", "docker login takes the host with its port"
+    values = engine.release("gpu-fractioning").inputs["values"]["images"]
+    assert values["operator"]["repository"] == "localhost:5000/kai-gpu-fractioning/operator"
+
+
+@pytest.mark.parametrize("platform", ["linux/amd64,linux/arm64", "linux/arm64", "linux/arm/v7,linux/amd64"])
+def test_a_comma_list_of_platforms_is_one_multi_platform_build(platform: str, run_program: ProgramRunner) -> None:
+    assert parse_config({"registry": GOOD_REGISTRY, "forks": json.dumps({"platform": platform})}).forks.platform == (
+        platform
+    )
+    engine, _ = run_program({"registry": {"server": "localhost:5000"}, "forks": {"platform": platform}})
+    environments = {r.name: r.inputs["environment"] for r in engine.created("command:local:Command")}
+    assert environments["kai-scheduler-images-build"]["DOCKER_BUILD_PLATFORM"] == platform, (
+        "buildx takes the list as it is and pushes one manifest list"
+    )
+    assert environments["kai-gpu-fractioning-images-build"]["PLATFORM"] == platform
+
+
+@pytest.mark.parametrize(
+    ("platform", "reason"),
+    [
+        ("linux/amd64,linux/arm46", "'linux/arm46' is not an OS/architecture pair such as linux/amd64"),
+        ("linux/amd64,", "'' is not an OS/architecture pair"),
+        ("linux/amd64, linux/arm64", "' linux/arm64' is not an OS/architecture pair"),
+        ("linux/amd64,linux/amd64", "names linux/amd64 more than once"),
+        ("linux", "must be an OS/architecture pair such as linux/amd64"),
+        ("linx/amd64", "must be an OS/architecture pair such as linux/amd64"),
+    ],
+)
+def test_each_platform_of_the_list_is_checked(platform: str, reason: str) -> None:
+    (line,) = error_lines({"registry": GOOD_REGISTRY, "forks": json.dumps({"platform": platform})})
+    assert line.startswith("  - kai-gpu-fractions:forks.platform: "), line
+    assert reason in line, line
+    assert 'for example: "linux/amd64"' in line, "the message carries a good value"
+
+
+@pytest.mark.parametrize(
+    ("key", "chart"),
+    [
+        ("gpuOperator", {"chart": "oci://", "version": "v26.7.1"}),
+        ("kai", {"chart": "oci://", "version": "v0.17.0"}),
+        ("gpuFractioning", {"chart": "oci://ghcr.io", "version": "0.1.2"}),
+        ("kai", {"chart": "oci://ghcr.io/kai-scheduler/kai-scheduler:v0.17.0", "version": "v0.17.0"}),
+    ],
+)
+def test_an_oci_chart_reference_without_a_registry_and_repository_is_refused(key: str, chart: dict[str, str]) -> None:
+    (line,) = error_lines({"registry": GOOD_REGISTRY, key: json.dumps({"chart": chart})})
+    assert line.startswith(f"  - kai-gpu-fractions:{key}.chart: `chart` must name a registry host and the chart"), line
+    assert "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler" in line, "the message shows a good reference"
+
+
+@pytest.mark.parametrize("version", ["v26.4.0", "v26.7.0", "v26.7.1-rc.1", "v25.10.1"])
+def test_a_gpu_operator_chart_older_than_gpu_fractionings_minimum_is_refused(version: str) -> None:
+    (line,) = error_lines({"registry": GOOD_REGISTRY, "gpuOperator": json.dumps({"chart": {"version": version}})})
+    assert line == (
+        f"  - kai-gpu-fractions:gpuOperator.chart.version: {version} is older than v26.7.1, the oldest GPU Operator "
+        "gpu-fractioning starts with (gpuFractioning.minimumGpuOperatorVersion); pin v26.7.1 or newer; "
+        'for example: "v26.7.1"'
+    )
+
+
+def test_the_gpu_operator_minimum_follows_gpu_fractionings_setting_and_the_charts_spelling() -> None:
+    lowered = json.dumps({"minimumGpuOperatorVersion": "v26.7.0"})
+    chart = json.dumps({"chart": {"version": "v26.7.0"}})
+    parse_config({"registry": GOOD_REGISTRY, "gpuOperator": chart, "gpuFractioning": lowered})
+    for version in ("v26.7.1", "v26.10.0", "v27.0.0"):
+        parse_config({"registry": GOOD_REGISTRY, "gpuOperator": json.dumps({"chart": {"version": version}})})
+    mirror = json.dumps({"chart": {"chart": "mirror/gpu-operator", "version": "26.4.0"}})
+    (line,) = error_lines({"registry": GOOD_REGISTRY, "gpuOperator": mirror})
+    assert "pin 26.7.1 or newer" in line, "a chart spelled without the v gets the fix in its own spelling"
+
+
+def test_a_gpu_operator_the_stack_does_not_install_is_left_to_preflight() -> None:
+    managed_elsewhere = json.dumps({"enabled": False, "chart": {"version": "v26.4.0"}})
+    parse_config({"registry": GOOD_REGISTRY, "gpuOperator": managed_elsewhere})
