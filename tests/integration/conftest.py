@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from tests.integration import processes
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, require_env
 from tests.operators.cluster import name_of
 from tests.operators.gpu_fractioning import RECORD
@@ -25,7 +26,17 @@ GPU = "nvidia.com/gpu"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def engine_ready() -> None:
+def no_process_outlives_the_tier(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fails the run when a process the tier started is still alive at its end (kills it first):
+    anything working under pytest's tmp folder, where every workspace lives, or left in this
+    session. Set up before the tier's other fixtures, so it looks after all of them are torn down."""
+    before = {process.key for process in processes.running()}
+    yield
+    processes.fail_on_leftovers(before, tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def engine_ready(no_process_outlives_the_tier: None) -> None:
     """Fails, never skips, when the tier runs without its toolchain and control plane."""
     require_env("KGF_ENGINE_VENV")
     require_env("KUBECONFIG")

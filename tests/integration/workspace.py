@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from tests.integration import processes
+
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "kai-gpu-fractions"
 PASSPHRASE = "integration-test-passphrase"
@@ -114,22 +116,14 @@ class Workspace:
             self.pulumi("config", "set", "--secret", *path, key, stack=stack, input_text=value)
 
     def kill_strays(self) -> list[int]:
-        """Kills what a killed `pulumi` run left running for this project (its language host runs
-        in a process group of its own), so a test does not leak processes; returns their pids."""
-        killed = []
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-            try:
-                argv = cmdline.read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if str(self.root).encode() in b" ".join(argv) and int(cmdline.parent.name) != os.getpid():
-                pid = int(cmdline.parent.name)
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-                except ProcessLookupError:
-                    pass
-        return killed
+        """Kills what a killed `pulumi` run left running for this project and waits until it is gone,
+        so a test does not leak processes; returns their pids. The language host, the provider
+        plugins and the dynamic providers run in process groups of their own and name neither the
+        test nor the project in their arguments; all of them work in the project directory."""
+        strays = processes.under(self.root)
+        if survivors := processes.reap(strays):
+            raise AssertionError(f"processes of {self.root} survived SIGKILL:\n{processes.describe(survivors)}")
+        return [p.pid for p in strays]
 
     def outputs(self, stack: str) -> dict[str, Any]:
         return json.loads(self.pulumi("stack", "output", "--json", stack=stack).stdout)
@@ -151,6 +145,7 @@ class Result:
 
 
 def kill_group(process: subprocess.Popen[str]) -> None:
+    """SIGKILLs a command started with Workspace.start and every process still in its group."""
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
 
