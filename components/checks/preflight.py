@@ -15,6 +15,7 @@ from components.checks.host_access import host_facts_reader
 from components.checks.kube import KubeClient
 from components.checks.preflight_rows import Expectations, Finding, Outcome, blocking, evaluate
 from components.config.model import StackConfig
+from components.config.secrets import redact
 from components.gpu_cluster.node_agents import mpsd_memory_limit_mib
 
 
@@ -34,9 +35,9 @@ def run_preflight(config: StackConfig) -> list[dict[str, str]]:
     if blocking(findings):
         raise pulumi.RunError("Preflight failed; nothing was changed.\n" + format_report(findings))
     if any(finding.outcome != "pass" for finding in findings):
-        pulumi.log.warn(format_report(findings))
+        pulumi.log.warn(redact(format_report(findings)))
     else:
-        pulumi.log.info(format_report(findings))
+        pulumi.log.info(redact(format_report(findings)))
     return [dataclasses.asdict(finding) for finding in findings if finding.outcome != "pass"]
 
 

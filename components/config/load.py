@@ -12,6 +12,7 @@ from pulumi.runtime import config as runtime_config
 from pydantic import BaseModel, ValidationError
 
 from components.config.model import StackConfig, is_kubeconfig_contents
+from components.config.secrets import SecretValues
 
 PROJECT = "kai-gpu-fractions"
 PASSWORD_KEY = "registryPassword"
@@ -34,6 +35,8 @@ class LoadedConfig:
     registry_password: pulumi.Output[str] | None
     # Keys that are set but that the profile does not read.
     warnings: list[str]
+    # What the keys stored as secrets hold, to be kept secret in everything derived from them.
+    secrets: SecretValues = SecretValues()
 
 
 def parse_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
@@ -116,9 +119,14 @@ def load_from_pulumi() -> LoadedConfig:
     stored = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     raw = {key.removeprefix(prefix): value for key, value in stored.items() if key.startswith(prefix)}
     secret = frozenset(key for key in raw if runtime_config.is_config_secret(prefix + key))
-    config = parse_config(raw, secret)
+    decoded = {key: value if key == PASSWORD_KEY else _decode(value) for key, value in raw.items()}
+    try:
+        config = parse_config(raw, secret)
+    except ConfigError as error:
+        # The message quotes bad values: those of secret keys must not reach the log.
+        raise ConfigError(SecretValues.of(decoded, None, secret).redact(str(error))) from None
     password = pulumi.Output.secret(raw[PASSWORD_KEY]) if PASSWORD_KEY in raw else None
-    return LoadedConfig(config, password, unread_keys(raw, config))
+    return LoadedConfig(config, password, unread_keys(raw, config), SecretValues.of(decoded, config, secret))
 
 
 # ---------------------------------------------------------------- error messages

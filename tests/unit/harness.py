@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import runpy
@@ -11,6 +12,7 @@ from typing import Any
 
 import pulumi
 import pytest
+from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc
 
 from components.checks import preflight
@@ -42,6 +44,11 @@ class Registration:
     parent: str
     urn: str
     dependencies: list[str]
+    # The inputs as the SDK sent them: a secret nested in a map or list stays where it is (reading
+    # them back, as `inputs` does, marks the whole map or list secret).
+    sent: dict[str, Any] = field(default_factory=dict)
+    # The outputs the program asked the engine to store as secrets (`additional_secret_outputs`).
+    secret_outputs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -143,6 +150,8 @@ class RecordingMonitor(mocks.MockMonitor):
                     parent=request.parent,
                     urn=response.urn,
                     dependencies=list(request.dependencies),
+                    sent=json_format.MessageToDict(request.object),
+                    secret_outputs=list(request.additionalSecretOutputs),
                 )
             )
         return response
@@ -188,6 +197,8 @@ class ProgramRunner:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.monkeypatch = monkeypatch
         self.engine = Engine()
+        # The names of the last run's stack outputs that are Pulumi secrets.
+        self.secret_outputs: set[str] = set()
 
     def __call__(
         self,
@@ -206,10 +217,19 @@ class ProgramRunner:
         self.monkeypatch.setattr(preflight, "read_cluster_facts", lambda _config: cluster)
         self.monkeypatch.setattr(supply, "prepare_fork_source", engine.prepare_fork_source)
 
+        self.secret_outputs = set()
+
+        async def record_outputs() -> None:
+            for name, value in dict(exported).items():
+                output = pulumi.Output.from_input(value)
+                if await output.is_secret():
+                    self.secret_outputs.add(name)
+                exported[name] = await output.future()
+
         @pulumi.runtime.test
         def program() -> Any:
             runpy.run_path(str(PROGRAM), run_name="__main__")
-            return pulumi.Output.from_input(exported).apply(lambda resolved: exported.update(resolved))
+            return pulumi.Output.from_input(asyncio.ensure_future(record_outputs()))
 
         program()
         return engine, exported
