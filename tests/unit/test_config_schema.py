@@ -1,15 +1,18 @@
-"""Pulumi.yaml's list of config keys, which config errors send users to, against the model it documents."""
+"""Pulumi.yaml's list of config keys, which config errors send users to, and the docs' ESC example,
+against the model they document."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
-from components.config.load import PASSWORD_KEY
+from components.config.load import PASSWORD_KEY, parse_config
 from components.config.model import StackConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,3 +113,31 @@ def test_the_comparison_finds_a_missing_an_unknown_and_a_misplaced_key(outline: 
     model = model_keys(StackConfig)["cluster"]
     assert model is not None
     assert mismatches(parse_outline(outline)[0], model, "cluster") == [problem]
+
+
+def yaml_blocks(path: Path) -> list[Any]:
+    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", path.read_text(), re.S)]
+
+
+def test_the_esc_examples_feed_keys_the_model_reads_as_secrets() -> None:
+    """docs/ci.md's environment gives registryPassword and the kubeconfig, each under fn::secret,
+    and the stack files that import it (there and in the README) are valid next to it."""
+    environments = [b for b in yaml_blocks(ROOT / "docs" / "ci.md") if isinstance(b, dict) and "values" in b]
+    (environment,) = environments
+    config = environment["values"]["pulumiConfig"]
+    assert config["registryPassword"] == "${registry.password}"
+    assert environment["values"]["registry"]["password"].keys() == {"fn::secret"}, "stored as a secret"
+    assert environment["values"]["cluster"]["kubeconfig"].keys() == {"fn::secret"}
+    assert {key.split(":")[-1] for key in config} <= model_keys(StackConfig).keys() | {PASSWORD_KEY}
+    stacks = [
+        b
+        for path in (ROOT / "README.md", ROOT / "docs" / "ci.md")
+        for b in yaml_blocks(path)
+        if isinstance(b, dict) and "environment" in b
+    ]
+    assert len(stacks) == 2, "the README and docs/ci.md each show a stack file that imports the environment"
+    for stack in stacks:
+        assert stack["environment"] == ["kai-gpu-fractions/a100"]
+        raw = {key.removeprefix("kai-gpu-fractions:"): json.dumps(value) for key, value in stack["config"].items()}
+        raw |= {"registryPassword": "from-esc", "cluster": json.dumps(config["cluster"] | {"kubeconfig": "a\nb"})}
+        parse_config(raw, frozenset({PASSWORD_KEY, "cluster"}))
