@@ -86,6 +86,8 @@ class SecretValues:
     def protect(self, value: Any) -> Any:
         """`value` with each part that holds a secret's text as a Pulumi secret: strings and
         numbers in dicts and lists one by one, an Output or an args object as a whole."""
+        if not self:
+            return value
         if isinstance(value, pulumi.Output):
             return value.apply(self._secret_if_tainted)
         if isinstance(value, Mapping):
@@ -124,12 +126,11 @@ class SecretValues:
         if inputs & set(tainted):
             tainted += outputs
         opts = args.opts
-        if tainted and isinstance(args.resource, pulumi.CustomResource):
-            already = list(opts.additional_secret_outputs or [])
-            opts = pulumi.ResourceOptions.merge(
-                opts,
-                pulumi.ResourceOptions(additional_secret_outputs=already + [n for n in tainted if n not in already]),
-            )
+        already = set(opts.additional_secret_outputs or [])
+        added = [name for name in dict.fromkeys(tainted) if name not in already]
+        if added and isinstance(args.resource, pulumi.CustomResource):
+            # Lists of options merge by concatenation: this adds the names.
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=added))
         return pulumi.ResourceTransformationResult(props, opts)
 
     @property

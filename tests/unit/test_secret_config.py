@@ -130,6 +130,7 @@ def test_outputs_that_mirror_or_derive_from_a_secret_input_are_stored_as_secrets
     assert "values" in engine.release("kai-scheduler").secret_outputs
     gates = engine.created(STEP_GATE)
     assert all("context" in gate.secret_outputs for gate in gates), "dynamic providers echo their inputs"
+    assert all(len(set(gate.secret_outputs)) == len(gate.secret_outputs) for gate in gates), "each name once"
     assert "context" in engine.one("pulumi:providers:kubernetes", "cluster").secret_outputs
     assert "status" not in engine.release("kai-scheduler").secret_outputs, "its chart and namespace are no secret"
 
