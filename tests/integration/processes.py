@@ -20,6 +20,7 @@ class Process:
     pid: int
     # Clock ticks after boot at which it started: with the pid, it names one process, not a reused pid.
     started: int
+    parent: int
     group: int
     session: int
     state: str
@@ -46,7 +47,7 @@ def read_process(pid: int) -> Process | None:
         return None
     # The command name in parentheses may hold spaces and parentheses: the fields follow the last ')'.
     fields = stat[stat.rindex(")") + 2 :].split()
-    state, group, session, started = fields[0], int(fields[2]), int(fields[3]), int(fields[19])
+    state, parent, group, session, started = fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
     if state in ("Z", "X"):
         return None
     try:
@@ -54,7 +55,7 @@ def read_process(pid: int) -> Process | None:
         cwd: Path | None = Path(link.removesuffix(DELETED))
     except OSError:
         cwd = None
-    return Process(pid, started, group, session, state, cwd, command)
+    return Process(pid, started, parent, group, session, state, cwd, command)
 
 
 def running() -> list[Process]:
@@ -72,14 +73,27 @@ def under(directory: Path) -> list[Process]:
 
 
 def started_since(before: set[tuple[int, int]], directory: Path) -> list[Process]:
-    """Processes that were not running at `before` and either work under `directory` or share this
-    process's session (what this process started and did not put in a session of its own)."""
-    session = os.getsid(0)
-    return [
-        p
-        for p in running()
-        if p.key not in before and (p.runs_under(directory) or p.session == session) and not _is_ancestor(p.pid)
-    ]
+    """Processes that were not running at `before` and either work under `directory`, or are in this
+    process's session and are this process's descendants or orphans (what it started and did not
+    put in a session of its own). A new child of a process that ran before (kwok running a command
+    for `kubectl exec`) is that process's, not this one's."""
+    session, live = os.getsid(0), running()
+    by_pid = {p.pid: p for p in live}
+    ours = []
+    for process in live:
+        if process.key in before or _is_ancestor(process.pid):
+            continue
+        if process.runs_under(directory) or (process.session == session and _started_here(process, by_pid, before)):
+            ours.append(process)
+    return ours
+
+
+def _started_here(process: Process, by_pid: dict[int, Process], before: set[tuple[int, int]]) -> bool:
+    """Whether the first ancestor that ran before `before` is this process (or none is: an orphan)."""
+    current = by_pid.get(process.parent)
+    while current is not None and current.key not in before:
+        current = by_pid.get(current.parent)
+    return current is None or current.pid == os.getpid() or current.pid <= 1
 
 
 def reap(processes: list[Process], timeout: float = 15) -> list[Process]:

@@ -91,6 +91,26 @@ def test_the_tier_fails_naming_what_it_started_and_left_running_then_kills_it(
     assert alive(earlier) and alive(unrelated)
 
 
+def test_a_new_child_of_a_process_that_ran_before_is_that_processs(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    """As kwok, started with the control plane, runs a command for each `kubectl exec` into a fake pod."""
+    server = start(spawned, "sh", "-c", "sleep 0.5; sleep 307", cwd=Path("/"), own_session=False)
+    time.sleep(0.1)
+    before = {p.key for p in processes.running()}
+    ours = start(spawned, "sleep", "308", cwd=Path("/"), own_session=False)
+    deadline = time.monotonic() + 10
+    while not (forked := [p for p in processes.running() if p.parent == server and "307" in p.command]):
+        assert time.monotonic() < deadline, "the server forks its second command"
+        time.sleep(0.05)
+    try:
+        leaked = {p.pid for p in processes.started_since(before, tmp_path)}
+        assert forked[0].pid not in leaked, "a process that ran before owns what it starts"
+        assert server not in leaked and ours in leaked
+    finally:
+        processes.reap(forked)
+
+
 def test_the_check_passes_when_everything_the_tests_started_has_ended(
     tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
 ) -> None:
