@@ -14,6 +14,7 @@ keeps in plaintext; booleans and the shape of the graph are not hidden.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from components.config.model import StackConfig
 # that holds them secret.
 SUBSTRING_MINIMUM = 6
 REDACTED = "[secret]"
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 # Inputs that are no data of the stack: the dynamic providers' pickled code.
 _SKIPPED_PROPS = frozenset({"__provider"})
 # Outputs a provider computes from inputs it does not mirror by name: kept secret with those inputs.
@@ -35,6 +37,13 @@ _DERIVED_OUTPUTS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "command:local:Command": (frozenset({"create", "update", "environment", "triggers"}), ("stdout", "stderr")),
     "kubernetes:helm.sh/v3:Release": (frozenset({"chart", "version", "name", "namespace"}), ("status",)),
 }
+# A Kubernetes object's live status repeats its spec (a pod's container images).
+_KUBERNETES_OBJECT = (frozenset({"metadata", "spec"}), ("status",))
+_NONE: tuple[frozenset[str], tuple[str, ...]] = (frozenset(), ())
+
+
+def _is_object(type_: str) -> bool:
+    return type_.startswith("kubernetes:") and not type_.startswith("kubernetes:helm.sh/")
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,8 @@ class SecretValues:
             for leaf in _leaves(raw[key]):
                 if isinstance(leaf, str) and leaf.strip():
                     texts.add(leaf)
+                    if _DECIMAL.fullmatch(leaf):  # `config set --path` stores a number as its text
+                        numbers.add(float(leaf))
                 elif isinstance(leaf, int | float) and not isinstance(leaf, bool):
                     numbers.add(leaf)
                     texts.add(str(leaf))
@@ -122,7 +133,7 @@ class SecretValues:
                 props[name] = protected
             if self.taints(value):  # what is plain already; an Output's provider carries its secretness on
                 tainted.append(name)
-        inputs, outputs = _DERIVED_OUTPUTS.get(args.type_, (frozenset(), ()))
+        inputs, outputs = _DERIVED_OUTPUTS.get(args.type_, _KUBERNETES_OBJECT if _is_object(args.type_) else _NONE)
         if inputs & set(tainted):
             tainted += outputs
         opts = args.opts

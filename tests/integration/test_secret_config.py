@@ -161,7 +161,10 @@ def check_each_key(
     for secret, (value, probe) in keys.items():
         leaves: list[str | None] = [None]
         if isinstance(value, dict):
-            leaves.append(PATH_LEAF.get(secret, next(iter(value))))
+            leaf = PATH_LEAF.get(secret, next(iter(value)))
+            # `config set --path` stores text: a list or section would arrive as its JSON text.
+            if not isinstance(config[secret][leaf], dict | list):
+                leaves.append(leaf)
         for leaf in leaves:
             store(workspace, stack, config, secret, leaf)
             update = workspace.pulumi("up", "--yes", "--skip-preview", stack=stack, check=False, timeout=1200)

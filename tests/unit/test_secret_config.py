@@ -173,3 +173,12 @@ def test_redaction_and_taint_rules() -> None:
     assert not secrets.taints("17") and not secrets.taints(True), "short texts match whole values only"
     assert secrets.taints("ab") and not secrets.taints("abc"), "a short text matches only itself"
     assert secrets.redact("pushing localhost:5000/kgf/operator") == f"pushing {REDACTED}/operator"
+    by_path = SecretValues.of({"kai": {"readyTimeoutSeconds": "599"}}, None, frozenset({"kai"}))
+    assert by_path.taints(599), "`config set --secret --path kai.readyTimeoutSeconds 599` stores the text 599"
+
+
+def test_a_pods_status_which_repeats_its_spec_is_stored_as_a_secret(run_program: ProgramRunner) -> None:
+    config = {**FORK, "smokeTest": {"image": "nvidia/cuda:13.3.1-kgf-secret"}}
+    engine, _ = run_program(config, secret_keys=("smokeTest",))
+    pods = [r for r in engine.created("kubernetes:core/v1:Pod") if "smoke" in r.name]
+    assert pods and all({"spec", "status"} <= set(pod.secret_outputs) for pod in pods), "containerStatuses' images"
