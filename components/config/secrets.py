@@ -13,6 +13,7 @@ keeps in plaintext; booleans and the shape of the graph are not hidden.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -96,7 +97,8 @@ class SecretValues:
 
     def protect(self, value: Any) -> Any:
         """`value` with each part that holds a secret's text as a Pulumi secret: strings and
-        numbers in dicts and lists one by one, an Output or an args object as a whole."""
+        numbers in dicts, lists and args objects one by one, an Output as a whole (once resolved:
+        unknown in a preview as it was)."""
         if not self:
             return value
         if isinstance(value, pulumi.Output):
@@ -107,8 +109,11 @@ class SecretValues:
             return {key: self.protect(item) for key, item in value.items()}
         if isinstance(value, list | tuple):
             return [self.protect(item) for item in value]
-        if _types.is_input_type(type(value)):
-            return pulumi.Output.from_input(value).apply(self._secret_if_tainted)
+        if _types.is_input_type(type(value)):  # an args object: a copy with each field protected
+            protected = copy.copy(value)
+            for name, item in _types.input_type_to_untranslated_dict(value).items():
+                pulumi.set(protected, name, self.protect(item))
+            return protected
         return pulumi.Output.secret(value) if self.taints(value) else value
 
     def redact(self, text: str) -> str:

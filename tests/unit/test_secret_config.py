@@ -182,3 +182,7 @@ def test_a_pods_status_which_repeats_its_spec_is_stored_as_a_secret(run_program:
     engine, _ = run_program(config, secret_keys=("smokeTest",))
     pods = [r for r in engine.created("kubernetes:core/v1:Pod") if "smoke" in r.name]
     assert pods and all({"spec", "status"} <= set(pod.secret_outputs) for pod in pods), "containerStatuses' images"
+    for pod in pods:
+        assert secret_at(pod.sent, "spec", "containers", 0, "image"), "the image itself"
+        assert not is_secret(pod.sent["spec"]), "args objects are protected field by field: the rest stays readable"
+        assert pod.sent["spec"]["runtimeClassName"] == "nvidia"
