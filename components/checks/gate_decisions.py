@@ -158,6 +158,11 @@ def dependencies_detail(dependencies: Json) -> str:
     return f"DependenciesFulfilled={dependencies.get('status')} ({dependencies.get('message')})"
 
 
+def one_line(message: object) -> str:
+    """An operator's multi-line message (KAI's joins one line per operand) as one line of progress."""
+    return "; ".join(str(message or "").splitlines())
+
+
 def decide_kai_config(config: Json | None, sharing_mode: str | None, namespace: str) -> list[ProofResult]:
     """kai-config Available, its GPU sharing mode, and (for information) its dependencies."""
     look = kai_config_look(namespace)
@@ -172,7 +177,7 @@ def decide_kai_config(config: Json | None, sharing_mode: str | None, namespace: 
         else ProofResult(
             "kai-config",
             False,
-            f"not Available: {available.get('message') or 'no status from the operator yet'} ({look})",
+            f"not Available: {one_line(available.get('message')) or 'no status from the operator yet'} ({look})",
         )
     ]
     if sharing_mode:

@@ -313,7 +313,10 @@ def test_the_kai_gate_decides_on_kai_configs_status_as_recorded() -> None:
     config["status"]["conditions"] = RECORDED_KAI_STATUS["not_available"]
     found = failing(cluster, KAI_GATE)
     assert list(found) == ["kai-config"], "a missing GpuFractioningConfig is expected at this step"
-    assert "not Available: PodGrouper: Deployment [pod-grouper] is not available" in found["kai-config"]
+    assert (
+        "not Available: PodGrouper: Deployment [pod-grouper] is not available; PodGrouper: not available ("
+        in (found["kai-config"])
+    ), "one line of progress"
     assert "DependenciesFulfilled=False" in failing(cluster, AGENTS_GATE)["kai-dependencies-fulfilled"]
 
 
