@@ -102,6 +102,8 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         ),
         source=config.kai_chart,
         local_chart=kai_fork.chart,
+        kubeconfig=config.cluster.kubeconfig_path,
+        context=config.cluster.context,
         pull_secret=pull_secret,
         # KAI reads what the GPU Operator sets up (RuntimeClass, GPU labels) from the cluster, not from
         # outputs. The tag is known up front (so previews and policies see it), so the wait for the
@@ -201,6 +203,8 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
         values=kai_lab_values(config.kai),
         source=config.kai_chart,
         local_chart=None,
+        kubeconfig=cluster_kubeconfig,
+        context=config.cluster.context,
         # KAI caches GPU memory when it first sees a node: the labels must be there before it starts.
         opts=after(in_cluster, labels),
     )

@@ -92,6 +92,16 @@ class KubeClient:
             raise
         return list(raw_json(listing).get("items", []))
 
+    def delete_cluster_object(self, group: str, version: str, plural: str, name: str) -> bool:
+        """Deletes the object; False when there was none."""
+        try:
+            read_to_end(self.custom.delete_cluster_custom_object(group, version, plural, name, _preload_content=False))
+        except self._api.ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
     def can_create(self, group: str, resource: str) -> bool:
         review = {
             "apiVersion": "authorization.k8s.io/v1",

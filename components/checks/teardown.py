@@ -1,10 +1,12 @@
-"""PodsGoneBeforeUninstall: on destroy, waits until no pod matches a selector, then lets what it
-depends on go.
+"""What destroy does besides deleting the stack's resources. Creating either does nothing; each acts
+only when it is deleted.
 
-The build guide's uninstall waits for the mpsd pods to terminate (about a minute) after the
-`default` GpuFractioningConfig is deleted and before the chart goes: MPS daemons still holding the
-GPUs would outlive their operator, and the GPU Operator's driver cannot unload under them.
-Creating it does nothing; it acts only when it is deleted.
+- PodsGoneBeforeUninstall waits until no pod matches a selector, then lets what it depends on go.
+  The build guide's uninstall waits for the mpsd pods to terminate (about a minute) after the
+  `default` GpuFractioningConfig is deleted and before the chart goes: MPS daemons still holding
+  the GPUs would outlive their operator, and the GPU Operator's driver cannot unload under them.
+- KeptObjectsDeleted deletes cluster-scoped objects a chart keeps on uninstall, whether or not the
+  stack got to own them (an install whose gate never held), so the next install does not meet them.
 """
 
 from __future__ import annotations
@@ -105,3 +107,42 @@ class PodsGoneBeforeUninstall(Resource, module="kai-gpu-fractions", name="PodsGo
             fix=fix,
         )
         super().__init__(_PodsGoneProvider(), name, props, with_secret_kubeconfig(opts))
+
+
+class _KeptObjectsProvider(ResourceProvider):
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(id_=uuid.uuid4().hex, outs=props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = any(olds.get(k) != news.get(k) for k in set(olds) | set(news) if k != "__provider")
+        return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=news)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        cluster = KubeClient.connect(props.get("kubeconfig"), props.get("context"))
+        for kept in props["objects"]:
+            try:
+                cluster.delete_cluster_object(kept["group"], kept["version"], kept["plural"], kept["name"])
+            except HTTPError as error:  # the cluster is gone or unreachable: the uninstalls that follow say so
+                pulumi.log.warn(f"could not reach the cluster to delete {kept['plural']}/{kept['name']}: {error}")
+                return
+
+
+class KeptObjectsDeleted(Resource, module="kai-gpu-fractions", name="KeptObjectsDeleted"):
+    """Depend on the release that keeps `objects` ((group, version, plural, name), cluster-scoped):
+    destroy deletes them before the release is uninstalled."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        kubeconfig: pulumi.Input[str] | None,
+        context: str | None,
+        objects: list[tuple[str, str, str, str]],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        kept = [dict(zip(("group", "version", "plural", "name"), o, strict=True)) for o in objects]
+        props = cluster_props(kubeconfig, context, objects=kept)
+        super().__init__(_KeptObjectsProvider(), name, props, with_secret_kubeconfig(opts))

@@ -8,8 +8,20 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
+from components.checks.teardown import KeptObjectsDeleted
 from components.config.model import ChartSource, KaiConfig
-from components.gpu_cluster.kai_api import QUEUE_API_VERSION, RESERVATION_NAMESPACE, SHARD_API_VERSION
+from components.gpu_cluster.kai_api import (
+    CHART_KEPT_QUEUES,
+    QUEUE_API_VERSION,
+    QUEUE_GROUP,
+    QUEUE_PLURAL,
+    QUEUE_VERSION,
+    RESERVATION_NAMESPACE,
+    SHARD_API_VERSION,
+    SHARD_GROUP,
+    SHARD_PLURAL,
+    SHARD_VERSION,
+)
 
 
 def kai_fork_values(
@@ -71,6 +83,8 @@ class KaiScheduler(pulumi.ComponentResource):
         values: pulumi.Input[dict[str, Any]],
         source: ChartSource | None,
         local_chart: pulumi.Input[str] | None,
+        kubeconfig: pulumi.Input[str] | None,
+        context: str | None,
         pull_secret: helm.PullSecret | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -92,6 +106,16 @@ class KaiScheduler(pulumi.ComponentResource):
             metadata={"name": RESERVATION_NAMESPACE},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )
+        # KaiKeptObjects owns these only once KAI's gate holds; if it never does, destroy still
+        # deletes them, or the next install meets Queues no release owns.
+        KeptObjectsDeleted(
+            f"{name}-kept-objects-deleted",
+            kubeconfig=kubeconfig,
+            context=context,
+            objects=[(QUEUE_GROUP, QUEUE_VERSION, QUEUE_PLURAL, q) for q in CHART_KEPT_QUEUES]
+            + [(SHARD_GROUP, SHARD_VERSION, SHARD_PLURAL, "default")],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+        )
         self.status = self.release.status.status
         self.register_outputs({"status": self.status})
 
@@ -109,7 +133,7 @@ class KaiKeptObjects(pulumi.ComponentResource):
     def __init__(
         self,
         kai: KaiScheduler,
-        kept_queues: tuple[str, ...] = ("default-parent-queue", "default-queue"),
+        kept_queues: tuple[str, ...] = CHART_KEPT_QUEUES,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         name = kai.resource_name

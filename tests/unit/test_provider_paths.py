@@ -70,6 +70,9 @@ class NoPods:
     def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None:
         pass
 
+    def delete_cluster_object(self, group: str, version: str, plural: str, name: str) -> bool:
+        return False
+
 
 @pytest.mark.parametrize("path", sorted(RECORDED))
 def test_a_provider_pickled_at_any_recorded_path_deletes(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,6 +82,7 @@ def test_a_provider_pickled_at_any_recorded_path_deletes(path: str, monkeypatch:
         "label_selector": "app.kubernetes.io/component=mpsd",
         "timeout_seconds": 5,
         "fix": "",
+        "objects": [{"group": "scheduling.run.ai", "version": "v2", "plural": "queues", "name": "default-queue"}],
         "kubeconfig": None,
         "context": None,
     }

@@ -6,8 +6,10 @@ import traceback
 
 import pytest
 
+from components.checks import teardown
 from components.checks.dynamic import report_failures_without_traceback
 from components.checks.teardown import PodsStillRunning, _PodsGoneProvider, wait_until_gone
+from components.gpu_cluster.kai_api import CHART_KEPT_QUEUES
 
 
 class Clock:
@@ -60,3 +62,21 @@ def test_a_reported_failure_reaches_the_operator_without_python_frames() -> None
     except KeyError:
         reported = traceback.format_exc()
     assert reported.startswith("Traceback (most recent call last)"), "a bug keeps its traceback"
+
+
+def test_destroy_deletes_what_the_kai_chart_keeps_whether_or_not_the_stack_owned_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    deleted: list[str] = []
+
+    class Cluster:
+        def delete_cluster_object(self, group: str, version: str, plural: str, name: str) -> bool:
+            deleted.append(f"{plural}.{group}/{version}/{name}")
+            return name != "default-queue"  # already gone: not an error
+
+    monkeypatch.setattr(teardown.KubeClient, "connect", classmethod(lambda cls, *_a, **_k: Cluster()))
+    objects = [
+        {"group": "scheduling.run.ai", "version": "v2", "plural": "queues", "name": n} for n in CHART_KEPT_QUEUES
+    ]
+    teardown._KeptObjectsProvider().delete("id", {"objects": objects, "kubeconfig": None, "context": None})
+    assert deleted == [f"queues.scheduling.run.ai/v2/{n}" for n in CHART_KEPT_QUEUES]
