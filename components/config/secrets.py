@@ -34,12 +34,14 @@ _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _SKIPPED_PROPS = frozenset({"__provider"})
 # Outputs a provider computes from inputs it does not mirror by name: kept secret with those inputs.
 # A build prints the tag it pushed; a release's status repeats its chart, version and namespace.
+COMMAND = "command:local:Command"
 _DERIVED_OUTPUTS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
-    "command:local:Command": (frozenset({"create", "update", "environment", "triggers"}), ("stdout", "stderr")),
+    COMMAND: (frozenset({"create", "update", "environment", "triggers"}), ("stdout", "stderr")),
     "kubernetes:helm.sh/v3:Release": (frozenset({"chart", "version", "name", "namespace"}), ("status",)),
 }
-# A Kubernetes object's live status repeats its spec (a pod's container images).
-_KUBERNETES_OBJECT = (frozenset({"metadata", "spec"}), ("status",))
+# A Kubernetes object's live status repeats its spec (a pod's container images), and the provider
+# keeps a copy of every input in the output `__inputs`.
+_KUBERNETES_OBJECT = (frozenset({"metadata", "spec"}), ("status", "__inputs"))
 _NONE: tuple[frozenset[str], tuple[str, ...]] = (frozenset(), ())
 
 
@@ -141,6 +143,10 @@ class SecretValues:
         inputs, outputs = _DERIVED_OUTPUTS.get(args.type_, _KUBERNETES_OBJECT if _is_object(args.type_) else _NONE)
         if inputs & set(tainted):
             tainted += outputs
+            if args.type_ == COMMAND:
+                # The plugin streams the command's output into the update's log, where no secret
+                # is masked; its stdout and stderr outputs stay, as secrets.
+                props["logging"] = "none"
         opts = args.opts
         already = set(opts.additional_secret_outputs or [])
         added = [name for name in dict.fromkeys(tainted) if name not in already]

@@ -127,6 +127,7 @@ def test_outputs_that_mirror_or_derive_from_a_secret_input_are_stored_as_secrets
     engine, _ = run_program(config, secret_keys=("forks", "cluster"))
     build = engine.one(COMMAND, "kai-scheduler-images-build")
     assert {"environment", "stdout"} <= set(build.secret_outputs), "the build prints the tag it pushed"
+    assert build.inputs["logging"] == "none", "and the plugin would stream that into the update's log"
     assert "values" in engine.release("kai-scheduler").secret_outputs
     gates = engine.created(STEP_GATE)
     assert all("context" in gate.secret_outputs for gate in gates), "dynamic providers echo their inputs"
@@ -181,7 +182,9 @@ def test_a_pods_status_which_repeats_its_spec_is_stored_as_a_secret(run_program:
     config = {**FORK, "smokeTest": {"image": "nvidia/cuda:13.3.1-kgf-secret"}}
     engine, _ = run_program(config, secret_keys=("smokeTest",))
     pods = [r for r in engine.created("kubernetes:core/v1:Pod") if "smoke" in r.name]
-    assert pods and all({"spec", "status"} <= set(pod.secret_outputs) for pod in pods), "containerStatuses' images"
+    assert pods and all({"spec", "status", "__inputs"} <= set(pod.secret_outputs) for pod in pods), (
+        "containerStatuses' images, and the provider's copy of the inputs"
+    )
     for pod in pods:
         assert secret_at(pod.sent, "spec", "containers", 0, "image"), "the image itself"
         assert not is_secret(pod.sent["spec"]), "args objects are protected field by field: the rest stays readable"
