@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,9 @@ def found(probe: str | int, values: Iterator[Any]) -> bool:
     return any(not isinstance(v, str) and v == probe for v in values)
 
 
+OLD_VALUE_TURNED_SECRET = re.compile(r'"[^"\n]*"\s*=>\s*\[secret\]')
+
+
 def leaks(workspace: Workspace, stack: str, probe: str | int, update_output: str) -> list[str]:
     """Where the probe shows in plaintext after an update."""
     where = []
@@ -149,8 +153,12 @@ def leaks(workspace: Workspace, stack: str, probe: str | int, update_output: str
         current = [p for p in workspace.state_files() if p.name == f"{stack}.json" and "stacks" in p.parts]
         assert current, "the file backend keeps the stack's checkpoint under .pulumi/stacks/"
         where += [f"state file {p}" for p in current if probe in p.read_text(errors="replace")]
-        if probe in update_output:
-            where.append("the update's output")
+        # The CLI shows an output that turns secret as its old value => [secret]: that old value is
+        # the plaintext of the round before, as the backend's history keeps it.
+        shown = OLD_VALUE_TURNED_SECRET.sub("", update_output)
+        if probe in shown:
+            at = shown.index(probe)
+            where.append(f"the update's output: ...{shown[max(0, at - 160) : at + 60]!r}...")
     return where
 
 
