@@ -79,9 +79,15 @@ def apply(manifest: dict[str, Any], check: bool = True) -> bool:
     return kubectl(*args, input_text=json.dumps(manifest), check=check).returncode == 0
 
 
+def admitted(manifest: dict[str, Any], webhook: str) -> None:
+    """The runbook's "wait for KAI's webhooks": until KAI's pods answer, its webhooks (failurePolicy
+    Fail) refuse Queues and kai-scheduler pods, so the apply is retried until it is admitted."""
+    wait_until(lambda: apply(manifest, check=False), 300, webhook, interval=0.5)
+
+
 def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, Any] | None = None) -> None:
-    """The runbook's order, by hand: nvml-mock, device plugin, labels, KAI, queues (retried until
-    KAI's Queue webhook admits them), isolator, pods.
+    """The runbook's order, by hand: nvml-mock, device plugin, labels, KAI, queues, isolator, pods
+    (the queues and pods retried until KAI's webhooks admit them).
 
     With `checks`, it also does what the cold up verifies on the way: preflight's reads of the
     cluster, the GPUs the device plugin advertises, and KAI's operator having made its Deployments
@@ -144,13 +150,11 @@ def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, An
             "metadata": {"name": name},
             "spec": queue_spec(parent),
         }
-        # The runbook's "wait for KAI's webhook before creating Queues": until queue-controller
-        # answers, its webhook (failurePolicy Fail) refuses them, so retry until one is admitted.
-        wait_until(lambda q=queue: apply(q, check=False), 300, "KAI's Queue webhook", interval=0.5)
+        admitted(queue, "KAI's Queue webhook")
     install("kai-resource-isolator", "kai-resource-isolator", lab.isolator.namespace, isolator_values())
     apply({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "runc"})
     for pod in (whole_gpu_pod_manifest(True), shared_pod_manifest(lab.gpu)):
-        apply({"apiVersion": "v1", "kind": "Pod", **pod})
+        admitted({"apiVersion": "v1", "kind": "Pod", **pod}, "KAI's pod webhooks")
     kubectl("wait", "--for=condition=Ready", "pod/kai-whole-gpu", "--timeout=300s")
 
 
