@@ -55,7 +55,9 @@ def wait_until_gone(
         sleep(next(delays))
 
 
-class _PodsGoneProvider(ResourceProvider):
+class _OnDeleteProvider(ResourceProvider):
+    """Create and update only keep the inputs; subclasses act in `delete`."""
+
     def create(self, props: dict[str, Any]) -> CreateResult:
         return CreateResult(id_=uuid.uuid4().hex, outs=props)
 
@@ -67,6 +69,8 @@ class _PodsGoneProvider(ResourceProvider):
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(outs=news)
 
+
+class _PodsGoneProvider(_OnDeleteProvider):
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         namespace, selector = str(props["namespace"]), str(props["label_selector"])
         cluster = KubeClient.connect(props.get("kubeconfig"), props.get("context"))
@@ -109,17 +113,7 @@ class PodsGoneBeforeUninstall(Resource, module="kai-gpu-fractions", name="PodsGo
         super().__init__(_PodsGoneProvider(), name, props, with_secret_kubeconfig(opts))
 
 
-class _KeptObjectsProvider(ResourceProvider):
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_=uuid.uuid4().hex, outs=props)
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = any(olds.get(k) != news.get(k) for k in set(olds) | set(news) if k != "__provider")
-        return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
-
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=news)
-
+class _KeptObjectsProvider(_OnDeleteProvider):
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         cluster = KubeClient.connect(props.get("kubeconfig"), props.get("context"))
         for kept in props["objects"]:

@@ -31,11 +31,12 @@ def defined_providers() -> set[str]:
     found = set()
     for module in pkgutil.walk_packages(components.__path__, "components."):
         for _, cls in inspect.getmembers(importlib.import_module(module.name), inspect.isclass):
-            # The proofs' base class is never instantiated, so no state holds it.
+            # Base classes (of the proofs, of the destroy-time providers) are never instantiated,
+            # so no state holds them.
             if (
                 issubclass(cls, ResourceProvider)
                 and cls.__module__.startswith("components.")
-                and cls.__name__ != "_ProofProvider"
+                and not cls.__subclasses__()
             ):
                 found.add(f"{cls.__module__}.{cls.__qualname__}")
     return found
