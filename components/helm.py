@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.model import ChartSource
+from components.gpu_cluster.fraction_rules import SYSTEM_NAMESPACE_LABELS
 
 RELEASE_TIMEOUT_SECONDS = 600
 
@@ -49,7 +50,8 @@ def install(
     else:
         raise ValueError(f"{release_name}: no chart source")
     child = pulumi.ResourceOptions(parent=parent)
-    labels = PRIVILEGED_NAMESPACE_LABELS if privileged else None
+    # Every namespace the stack creates holds a system daemon: the fractional-pod policy skips it.
+    labels = {**SYSTEM_NAMESPACE_LABELS, **(PRIVILEGED_NAMESPACE_LABELS if privileged else {})}
     ns = k8s.core.v1.Namespace(
         f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=labels), opts=child
     )

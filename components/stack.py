@@ -23,6 +23,7 @@ from components.config.model import StackConfig
 from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
 from components.forks.registry import RegistryCredentials
 from components.forks.supply import fork_images, fork_source
+from components.gpu_cluster.fraction_admission import FractionAdmission
 from components.gpu_cluster.gpu_fractioning import GpuFractioning, gpu_fractioning_values
 from components.gpu_cluster.gpu_operator import GpuOperator
 from components.gpu_cluster.kai_scheduler import KaiKeptObjects, KaiScheduler, kai_fork_values, kai_lab_values
@@ -72,9 +73,44 @@ def gate(
 def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
     """Checks the cluster's prerequisites, then registers every resource of the configured profile
     and returns the stack outputs."""
+    if config.profile == "admission":
+        return deploy_admission(config)
     findings = run_preflight(config)
     outputs = deploy_lab(config) if config.profile == "lab" else deploy_forks(config, registry_password)
     return {**outputs, "preflight": findings}
+
+
+ADMISSION_OFF = (
+    "admission.enabled is false: no admission policy holds the cluster's fractional pods to the guide's "
+    "rules, so a pod that runs as root, or outside the nvidia runtime, can raise its own GPU share or reach "
+    "its neighbours' MPS pipes; the policy pack sees only the pods a Pulumi program registers"
+)
+
+
+def admission(
+    config: StackConfig, in_cluster: pulumi.ResourceOptions, kubeconfig: pulumi.Input[str] | None = None
+) -> StepGate | None:
+    """The fractional-pod admission policy and its gate, which every fractional pod the stack
+    creates waits for; None, with a warning, when it is switched off."""
+    settings = config.admission
+    if not settings.enabled:
+        pulumi.log.warn(ADMISSION_OFF)
+        return None
+    policy = FractionAdmission(
+        "fraction-admission",
+        runtime_class=config.fraction_runtime_class,
+        mode=settings.mode,
+        exempt_namespaces=tuple(settings.exempt_namespaces),
+        opts=in_cluster,
+    )
+    return gate(config, "fraction-admission", None, policy, kubeconfig)
+
+
+def deploy_admission(config: StackConfig) -> dict[str, Any]:
+    """Only the admission policy, for a cluster whose GPU software is installed some other way."""
+    in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config)})
+    ready = admission(config, in_cluster)
+    return {"admission": ready.report if ready is not None else ADMISSION_OFF}
 
 
 def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
@@ -89,6 +125,7 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
     kai_fork = fork_images(config, KAI_SCHEDULER, kai_source, credentials)
     fractioning_fork = fork_images(config, GPU_FRACTIONING, fractioning_source, credentials)
 
+    admission_ready = admission(config, in_cluster)
     operator = (
         GpuOperator("gpu-operator", config.gpu_operator, opts=in_cluster) if config.gpu_operator.enabled else None
     )
@@ -145,8 +182,9 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         ),
     }
     if config.smoke_test.enabled:
-        # Fractional pods need the node agents running and ready on every GPU node.
-        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, fractioning_ready))
+        # Fractional pods need the node agents running and ready on every GPU node, and meet the
+        # admission policy that every fractional pod in the cluster meets.
+        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, fractioning_ready, admission_ready))
         outputs["smokePods"] = smoke.names
         if config.smoke_test.prove:
             outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, smoke, kai, fractioning)
@@ -186,6 +224,7 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config, kubeconfig)})
     # What the checks that read the cluster themselves (readiness, proof) connect with.
     cluster_kubeconfig = kubeconfig or config.cluster.kubeconfig_path
+    admission_ready = admission(config, in_cluster, cluster_kubeconfig)
     mock = NvmlMock("nvml-mock", lab, config.forks.workdir, opts=in_cluster)
     # The device plugin is ready when every GPU node advertises the profile's count (8, not 80).
     allocatable = GpusAllocatable(
@@ -217,8 +256,8 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
     # its webhook's failurePolicy is Ignore, so it blocks no pod while starting): it installs while
     # KAI does, once the GPU nodes its monitor DaemonSet selects are ready. Only the lab pods need both.
     isolator = Isolator("isolator", lab.isolator, opts=after(in_cluster, labels))
-    # Pods need their queue and the RuntimeClass shim to exist.
-    pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator))
+    # Pods need their queue and the RuntimeClass shim to exist, and the admission policy in force.
+    pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator, admission_ready))
     proof: dict[str, Any] = {"sharedPodBoundary": BOUNDARY_NOT_OBSERVED}
     if lab.prove:
         lab_proof = LabProof(

@@ -10,6 +10,7 @@ from typing import Any
 
 from components.checks.cluster_facts import GPU_MEMORY_LABEL, GPU_PRESENT_LABEL, GPU_RESOURCE
 from components.checks.proof import ProofResult
+from components.gpu_cluster.fraction_rules import POLICY_NAME, VALIDATION_ACTIONS
 from components.gpu_cluster.fractioning_api import DAEMONS, NODE_READY_CONDITION
 from components.gpu_cluster.kai_api import WebhookConfiguration
 
@@ -394,3 +395,41 @@ def decide_mpsd_logs(logs: Mapping[str, str], namespace: str) -> ProofResult:
     if gaps:
         return ProofResult(check, False, f"{'; '.join(gaps)} (kubectl -n {namespace} logs <pod>)")
     return ProofResult(check, True, f"multi-user server, default namespace at 10% on {len(logs)} pod(s)")
+
+
+def decide_admission_objects(policy: Json | None, binding: Json | None, mode: str) -> ProofResult:
+    """The fractional-pod policy and its binding exist, the binding in the configured mode, and the
+    API server has compiled the policy's current generation without type warnings."""
+    check = "policy"
+    if policy is None or binding is None:
+        missing = " and ".join(k for k, found in (("policy", policy), ("binding", binding)) if found is None)
+        return ProofResult(check, False, f"{POLICY_NAME}: no {missing} yet (kubectl get validatingadmissionpolicies)")
+    actions = (binding.get("spec") or {}).get("validationActions") or []
+    wanted = VALIDATION_ACTIONS[mode]
+    if actions != wanted:
+        return ProofResult(check, False, f"binding {name(binding)} has validationActions {actions}, not {wanted}")
+    status = policy.get("status") or {}
+    generation = (policy.get("metadata") or {}).get("generation")
+    if status.get("observedGeneration") != generation:
+        return ProofResult(
+            check, False, f"the API server has not compiled generation {generation} of {POLICY_NAME} yet"
+        )
+    warnings = [w.get("warning", "") for w in (status.get("typeChecking") or {}).get("expressionWarnings") or []]
+    if warnings:
+        return ProofResult(check, False, f"{POLICY_NAME} does not type-check: {one_line('; '.join(warnings))}")
+    return ProofResult(check, True, f"{POLICY_NAME} compiled (generation {generation}), binding in {mode} mode")
+
+
+def decide_admission_refusal(refusal: str | None, mode: str) -> ProofResult:
+    """What a server-side dry run of a fractional pod that runs as root met: in deny mode, the
+    policy's refusal (the API server loads a new policy a moment after it is stored); in warn and
+    audit mode the pod is admitted, and only the binding says the policy is in force."""
+    check = "refuses-root-fraction-pod"
+    if mode != "deny":
+        admitted = refusal is None
+        detail = "admitted, as in " if admitted else f"refused in {mode} mode: {one_line(refusal or '')}, not as in "
+        return ProofResult(check, admitted, f"a root fractional pod was {detail}{mode} mode")
+    if refusal is not None and f"ValidatingAdmissionPolicy '{POLICY_NAME}'" in refusal:
+        return ProofResult(check, True, "a root fractional pod is refused: " + one_line(refusal))
+    seen = f"refused by something else: {one_line(refusal)}" if refusal else "admitted"
+    return ProofResult(check, False, f"a root fractional pod was {seen}; the policy is not in force yet")

@@ -9,7 +9,9 @@ progress, and fails the update before the next step starts when it does not hold
 - gpu-fractioning: its operator Available, mpsd and fractiond with desired == ready, the `default`
   GpuFractioningConfig's conditions True, KAI's kai-config seeing it (DependenciesFulfilled), every
   GPU node Ready for fractions, and mpsd's log showing the multi-user server and the `default`
-  namespace capped at 10 %.
+  namespace capped at 10 %;
+- fraction-admission: the fractional-pod ValidatingAdmissionPolicy compiled, its binding in the
+  configured mode and, in deny mode, a dry run of a fractional pod that runs as root refused by it.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from components.checks.dynamic import ReportedFailure
 from components.checks.proof import Clock, ProofResult, failures, format_proof, guarded, pause, poll_delays
 from components.config.model import StackConfig
 from components.gpu_cluster import fractioning_api, kai_api
+from components.gpu_cluster.fraction_rules import FRACTION_ANNOTATION, POLICY_NAME
 
 Json = dict[str, Any]
-Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning"]
+Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning", "fraction-admission"]
 PROGRESS_EVERY_SECONDS = 60.0
 # The first driver branch whose MPS control daemon has `namespace` (MPS v3).
 MINIMUM_DRIVER_MAJOR = 615
@@ -44,7 +47,13 @@ TITLES: dict[str, tuple[str, str]] = {
     "gpu-operator": ("GPU Operator ready", "gpuOperator.readyTimeoutSeconds"),
     "kai-scheduler": ("KAI-Scheduler ready", "kai.readyTimeoutSeconds"),
     "gpu-fractioning": ("gpu-fractioning node agents ready", "gpuFractioning.readyTimeoutSeconds"),
+    "fraction-admission": ("fractional-pod admission policy in force", "admission.readyTimeoutSeconds"),
 }
+
+
+# Where the dry-run probes of KAI's webhooks and the admission policy are admitted: a namespace every cluster has, which
+# KAI's pod webhooks select (they skip only kube-system and KAI's own namespace).
+PROBE_NAMESPACE = "default"
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,7 @@ class GateSpec:
     minimum_driver_major: int = MINIMUM_DRIVER_MAJOR
     runtime_class: str = "nvidia"
     sharing_mode: str | None = None
+    admission_mode: str | None = None
 
 
 def gate_specs(config: StackConfig) -> dict[Step, GateSpec]:
@@ -79,6 +89,13 @@ def gate_specs(config: StackConfig) -> dict[Step, GateSpec]:
         ),
         "gpu-fractioning": GateSpec(
             "gpu-fractioning", config.gpu_fractioning.namespace, config.gpu_fractioning.ready_timeout_seconds
+        ),
+        "fraction-admission": GateSpec(
+            "fraction-admission",
+            PROBE_NAMESPACE,
+            config.admission.ready_timeout_seconds,
+            runtime_class=config.fraction_runtime_class,
+            admission_mode=config.admission.mode,
         ),
     }
 
@@ -135,11 +152,6 @@ def read_kai_config(cluster: GateCluster) -> Json | None:
     return cluster.read_cluster_object(
         kai_api.CONFIG_GROUP, kai_api.CONFIG_VERSION, kai_api.CONFIG_PLURAL, kai_api.CONFIG_NAME
     )
-
-
-# Where the dry-run probes of KAI's webhooks are admitted: a namespace every cluster has, which
-# KAI's pod webhooks select (they skip only kube-system and KAI's own namespace).
-PROBE_NAMESPACE = "default"
 
 
 def webhook_probes() -> dict[kai_api.Admits, tuple[str, str, str | None, Json]]:
@@ -259,10 +271,47 @@ def check_gpu_fractioning(cluster: GateCluster, spec: GateSpec) -> list[ProofRes
     ]
 
 
+def admission_probe() -> Json:
+    """A fractional pod without the runtime class that runs as root, for the API server to refuse in
+    a dry run. It names no runtime class and no scheduler, so no other admission step (RuntimeClass,
+    KAI's pod webhooks) gets to answer first."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "kgf-admission-probe-", "annotations": {FRACTION_ANNOTATION: "0.5"}},
+        "spec": {
+            "securityContext": {"runAsUser": 0},
+            "containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}],
+        },
+    }
+
+
+def check_fraction_admission(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+    mode = spec.admission_mode or "deny"
+    group, version = "admissionregistration.k8s.io", "v1"
+    return [
+        guarded(
+            "policy",
+            lambda: decide.decide_admission_objects(
+                cluster.read_cluster_object(group, version, "validatingadmissionpolicies", POLICY_NAME),
+                cluster.read_cluster_object(group, version, "validatingadmissionpolicybindings", POLICY_NAME),
+                mode,
+            ),
+        ),
+        guarded(
+            "refuses-root-fraction-pod",
+            lambda: decide.decide_admission_refusal(
+                cluster.dry_run_create("v1", "pods", spec.namespace, admission_probe()), mode
+            ),
+        ),
+    ]
+
+
 CHECKS: dict[str, Callable[[GateCluster, GateSpec], list[ProofResult]]] = {
     "gpu-operator": check_gpu_operator,
     "kai-scheduler": check_kai_scheduler,
     "gpu-fractioning": check_gpu_fractioning,
+    "fraction-admission": check_fraction_admission,
 }
 
 

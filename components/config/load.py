@@ -19,8 +19,10 @@ PASSWORD_KEY = "registryPassword"
 # The top-level keys each profile reads; the others are reported as not used.
 PROFILE_KEYS = {
     "fork": {"profile", "cluster", "registry", PASSWORD_KEY, "forks", "gpuOperator", "kai", "gpuFractioning"}
-    | {"nodes", "smokeTest", "preflight"},
-    "lab": {"profile", "cluster", "forks", "kai", "lab", "preflight"},
+    | {"nodes", "smokeTest", "preflight", "admission"},
+    "lab": {"profile", "cluster", "forks", "kai", "lab", "preflight", "admission"},
+    # Only the admission policy, for a cluster whose GPU software is installed some other way.
+    "admission": {"profile", "cluster", "admission"},
 }
 
 

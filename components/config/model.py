@@ -455,10 +455,38 @@ class PreflightConfig(Model):
     )
 
 
+def _unique_namespaces(names: list[str]) -> list[str]:
+    if len(set(names)) != len(names):
+        raise ValueError("names a namespace more than once")
+    return names
+
+
+class AdmissionConfig(Model):
+    """The admission policy that holds every fractional pod in the cluster to the guide's rules
+    (components/gpu_cluster/fraction_admission.py)."""
+
+    # Off only with a warning at every preview and up: the pack then guards this stack's pods alone.
+    enabled: Switch = True
+    # deny refuses; warn admits and returns the message as a warning; audit only records it.
+    mode: Literal["deny", "warn", "audit"] = Field(default="deny", examples=["deny", "warn", "audit"])
+    # The RuntimeClass every fractional pod must name (StackConfig.fraction_runtime_class).
+    runtime_class: DnsSubdomain | None = Field(
+        default=None,
+        description="default: kai.binderRuntimeClass, the one KAI's admission gives fraction pods (nvidia)",
+        examples=["nvidia"],
+    )
+    # Existing namespaces whose privileged GPU daemons this stack does not install (the namespaces it
+    # creates are labelled already), labelled as system namespaces so the policy skips them.
+    exempt_namespaces: Annotated[list[DnsLabel], AfterValidator(_unique_namespaces)] = Field(
+        default=[], examples=[["gpu-operator", "kai-scheduler", "gpu-fractioning"]]
+    )
+    ready_timeout_seconds: ReadyTimeout = Field(default=120, examples=[120])
+
+
 class StackConfig(Model):
     """The whole stack configuration, read once from `pulumi config`."""
 
-    profile: Literal["fork", "lab"] = Field(default="fork", examples=["fork", "lab"])
+    profile: Literal["fork", "lab", "admission"] = Field(default="fork", examples=["fork", "lab", "admission"])
     cluster: ClusterConfig = ClusterConfig()
     registry: RegistryConfig | None = None
     forks: ForksConfig = ForksConfig()
@@ -469,6 +497,7 @@ class StackConfig(Model):
     smoke_test: SmokeTestConfig = SmokeTestConfig()
     lab: LabConfig = LabConfig()
     preflight: PreflightConfig = PreflightConfig()
+    admission: AdmissionConfig = AdmissionConfig()
 
     @property
     def fork_registry(self) -> RegistryConfig:
@@ -479,8 +508,30 @@ class StackConfig(Model):
 
     def cross_key_problems(self) -> list[tuple[str, str]]:
         """Rules between sections, as (key path, reason with the fix): the GPU Operator this stack
-        installs must be one gpu-fractioning starts with."""
+        installs must be one gpu-fractioning starts with; the admission policy must ask fractional
+        pods for the runtime class KAI gives them."""
         problems = []
+        admission, kai = self.admission, self.kai
+        for index, namespace in enumerate(admission.exempt_namespaces):
+            if namespace in self.created_namespaces:
+                problems.append(
+                    (
+                        f"admission.exemptNamespaces[{index}]",
+                        f"{namespace} is a namespace this stack creates, and labels as a system namespace "
+                        "already; list only namespaces that exist without this stack; for example: "
+                        '["gpu-operator"]',
+                    )
+                )
+        chosen = admission.runtime_class
+        if self.profile != "admission" and admission.enabled and chosen not in (None, kai.binder_runtime_class):
+            problems.append(
+                (
+                    "admission.runtimeClass",
+                    f"{chosen} is not kai.binderRuntimeClass ({kai.binder_runtime_class}), the runtime class "
+                    "KAI gives fractional pods, so the policy would refuse them; leave it unset or set both to "
+                    f'one name; for example: "{kai.binder_runtime_class}"',
+                )
+            )
         operator, minimum = self.gpu_operator, self.gpu_fractioning.minimum_gpu_operator_version
         version = operator.chart.version
         if self.profile == "fork" and operator.enabled and version is not None:
@@ -496,6 +547,21 @@ class StackConfig(Model):
                     )
                 )
         return problems
+
+    @property
+    def fraction_runtime_class(self) -> str:
+        """The RuntimeClass the admission policy asks of every fractional pod."""
+        return self.admission.runtime_class or self.kai.binder_runtime_class
+
+    @property
+    def created_namespaces(self) -> frozenset[str]:
+        """The namespaces the configured profile creates for the releases it installs."""
+        if self.profile == "fork":
+            operator = {self.gpu_operator.namespace} if self.gpu_operator.enabled else set()
+            return frozenset({*operator, self.kai.namespace, self.gpu_fractioning.namespace})
+        if self.profile == "lab":
+            return frozenset({self.lab.nvml_mock.namespace, self.lab.isolator.namespace, self.kai.namespace})
+        return frozenset()
 
     @property
     def kai_chart(self) -> ChartSource | None:

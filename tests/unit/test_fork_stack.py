@@ -422,10 +422,11 @@ def test_stack_outputs_report_tag_digests_and_release_statuses(run_program: Prog
 def test_namespaces_of_privileged_node_daemons_allow_privileged_pods(run_program: ProgramRunner) -> None:
     engine, _ = run_program(A100)
     labels = {n.inputs["metadata"]["name"]: n.inputs["metadata"].get("labels") for n in engine.created(NAMESPACE)}
-    privileged = {"pod-security.kubernetes.io/enforce": "privileged"}
+    system = {"kai-gpu-fractions/system-namespace": "true"}
+    privileged = {**system, "pod-security.kubernetes.io/enforce": "privileged"}
     assert labels["gpu-operator"] == privileged
     assert labels["gpu-fractioning"] == privileged
-    assert labels["kai-scheduler"] is None
+    assert labels["kai-scheduler"] == system, "every namespace the stack creates is a system namespace"
 
 
 def test_objects_the_kai_chart_keeps_on_uninstall_are_owned_and_deleted_before_it(run_program: ProgramRunner) -> None:

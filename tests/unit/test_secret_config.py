@@ -115,7 +115,7 @@ def test_the_issues_nine_and_six_inputs_are_secrets_and_the_rest_stays_plain(run
     provider = engine.one("pulumi:providers:kubernetes", "cluster")
     assert is_secret(provider.sent["context"]), "the provider's context"
     gates = engine.created(STEP_GATE)
-    assert len(gates) == 3 and all(is_secret(gate.inputs["context"]) for gate in gates), "the three gates"
+    assert len(gates) == 4 and all(is_secret(gate.inputs["context"]) for gate in gates), "the four gates"
     others = [r for r in engine.registrations if "context" in r.inputs and r.type.startswith("pulumi-python:dynamic")]
     assert all(is_secret(r.inputs["context"]) for r in others), [r.name for r in others]
 
