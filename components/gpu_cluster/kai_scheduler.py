@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 from components import helm
 from components.checks.teardown import KeptObjectsDeleted
 from components.config.model import ChartSource, KaiConfig
+from components.gpu_cluster.fraction_rules import SYSTEM_NAMESPACE_LABELS
 from components.gpu_cluster.kai_api import (
     CHART_KEPT_QUEUES,
     QUEUE_API_VERSION,
@@ -103,7 +104,7 @@ class KaiScheduler(pulumi.ComponentResource):
         # The chart keeps it on uninstall; the stack owns it so destroy leaves a clean cluster.
         k8s.core.v1.Namespace(
             f"{name}-reservation-namespace",
-            metadata={"name": RESERVATION_NAMESPACE},
+            metadata={"name": RESERVATION_NAMESPACE, "labels": SYSTEM_NAMESPACE_LABELS},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )
         # KaiKeptObjects owns these only once KAI's gate holds; if it never does, destroy still

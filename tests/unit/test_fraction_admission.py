@@ -1,0 +1,214 @@
+"""The fractional-pod admission policy under mocks: what both profiles install, in which order, what
+the admission profile installs alone, its config, and its gate's decisions.
+
+What the policy refuses is decided by the API server; the integration tier runs the shared case
+table (tests/fixtures/guide-rules) against the real one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.checks import gate_decisions as decide
+from components.checks.step_gates import CHECKS, GateSpec, admission_probe
+from components.config.load import ConfigError, parse_config
+from components.gpu_cluster import fraction_rules
+from components.gpu_cluster.fraction_admission import MATCHED_RESOURCES, admission_binding, admission_policy
+from tests.unit.harness import POD, STEP_GATE, ProgramRunner
+
+POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+NAMESPACE_PATCH = "kubernetes:core/v1:NamespacePatch"
+FORK: dict[str, Any] = {"registry": {"server": "registry.example.com/team/kai-fork"}}
+LAB: dict[str, Any] = {"profile": "lab"}
+ADMISSION_ONLY: dict[str, Any] = {"profile": "admission"}
+
+
+@pytest.mark.parametrize("config", [FORK, LAB], ids=["fork", "lab"])
+def test_both_profiles_put_the_policy_in_force_before_any_fractional_pod(
+    run_program: ProgramRunner, config: dict[str, Any]
+) -> None:
+    engine, _ = run_program(config)
+    policy, binding = engine.one(POLICY, "fraction-admission-policy"), engine.one(BINDING, "fraction-admission-binding")
+    assert binding.inputs["spec"]["validationActions"] == ["Deny"], "deny is the default"
+    assert engine.waits_for(binding, policy), "the binding puts in force a policy that exists"
+    gate = engine.one(STEP_GATE, "fraction-admission-ready")
+    assert engine.waits_for(gate, binding)
+    pods = engine.created(POD)
+    assert pods and all(engine.waits_for(pod, gate) for pod in pods), "every pod the stack creates meets the policy"
+
+
+def test_the_admission_profile_installs_the_policy_and_nothing_else(run_program: ProgramRunner) -> None:
+    engine, outputs = run_program({**ADMISSION_ONLY, "admission": {"exemptNamespaces": ["gpu-operator"]}})
+    kinds = {r.type for r in engine.registrations if r.type.startswith("kubernetes:")}
+    assert kinds == {POLICY, BINDING, NAMESPACE_PATCH}
+    patch = engine.one(NAMESPACE_PATCH, "fraction-admission-exempt-gpu-operator")
+    assert patch.inputs["metadata"] == {"name": "gpu-operator", "labels": fraction_rules.SYSTEM_NAMESPACE_LABELS}
+    assert engine.waits_for(engine.one(BINDING, "fraction-admission-binding"), patch), (
+        "the existing system namespaces are exempt before the policy is in force"
+    )
+    assert set(outputs) == {"admission"}
+
+
+@pytest.mark.parametrize(("mode", "actions"), [("deny", ["Deny"]), ("warn", ["Warn"]), ("audit", ["Audit"])])
+def test_the_mode_is_the_bindings_validation_action(run_program: ProgramRunner, mode: str, actions: list[str]) -> None:
+    engine, _ = run_program({**ADMISSION_ONLY, "admission": {"mode": mode}})
+    assert engine.one(BINDING, "fraction-admission-binding").inputs["spec"]["validationActions"] == actions
+    assert engine.one(STEP_GATE, "fraction-admission-ready").inputs["admission_mode"] == mode
+
+
+def test_switched_off_it_installs_nothing_and_says_so(
+    run_program: ProgramRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warned: list[str] = []
+    import pulumi
+
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warned.append(message))
+    engine, _ = run_program({**FORK, "admission": {"enabled": False}})
+    assert engine.created(POLICY) == [] and engine.created(BINDING) == []
+    assert any("admission.enabled is false" in w for w in warned), warned
+    assert engine.created(POD), "the smoke pods still go in"
+
+
+def test_the_binding_skips_only_labelled_namespaces_never_one_by_name() -> None:
+    selector = admission_binding("deny")["spec"]["matchResources"]
+    assert set(selector) == {"namespaceSelector"}
+    assert selector["namespaceSelector"] == {
+        "matchExpressions": [{"key": fraction_rules.SYSTEM_NAMESPACE_LABEL, "operator": "NotIn", "values": ["true"]}]
+    }
+
+
+def test_the_policy_sees_every_built_in_kind_that_carries_a_pod_and_fails_closed() -> None:
+    spec = admission_policy("nvidia")["spec"]
+    assert spec["failurePolicy"] == "Fail", "an expression that cannot be evaluated refuses"
+    resources = {
+        (g, r)
+        for rule in spec["matchConstraints"]["resourceRules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
+    assert resources == {(group, r) for group, plural in MATCHED_RESOURCES for r in plural}
+    assert {("", "pods/ephemeralcontainers"), ("", "replicationcontrollers"), ("batch", "cronjobs")} <= resources
+    assert all(rule["operations"] == ["CREATE", "UPDATE"] for rule in spec["matchConstraints"]["resourceRules"])
+    assert all(v["expression"].startswith("!variables.fractional || (") for v in spec["validations"])
+    assert all(v["messageExpression"] and v["message"] for v in spec["validations"])
+
+
+def test_the_configured_runtime_class_is_the_one_asked_for() -> None:
+    spec = admission_policy("nvidia-cdi")["spec"]
+    assert "runtimeClassName == 'nvidia-cdi'" in spec["validations"][0]["expression"]
+
+
+def test_namespaces_the_stack_creates_carry_the_system_label(run_program: ProgramRunner) -> None:
+    engine, _ = run_program(LAB)
+    namespaces = [n for n in engine.created("kubernetes:core/v1:Namespace")]
+    assert namespaces and all(
+        n.inputs["metadata"]["labels"][fraction_rules.SYSTEM_NAMESPACE_LABEL] == "true" for n in namespaces
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "key", "reason"),
+    [
+        ({**LAB, "admission": {"runtimeClass": "runc"}}, "admission.runtimeClass", "kai.binderRuntimeClass (nvidia)"),
+        (
+            {**LAB, "admission": {"exemptNamespaces": ["kai-scheduler"]}},
+            "admission.exemptNamespaces[0]",
+            "a namespace this stack creates",
+        ),
+        ({**LAB, "admission": {"mode": "block"}}, "admission.mode", "'deny', 'warn' or 'audit'"),
+        ({**LAB, "admission": {"exemptNamespaces": ["a", "a"]}}, "admission.exemptNamespaces", "more than once"),
+        ({**LAB, "admission": {"exemptNamespaces": ["Kube_System"]}}, "admission.exemptNamespaces[0]", ""),
+    ],
+)
+def test_bad_admission_config_names_the_key_and_the_fix(config: dict[str, Any], key: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_config(config)
+    assert f"kai-gpu-fractions:{key}:" in str(error.value) and reason in str(error.value), str(error.value)
+
+
+def test_an_explicit_runtime_class_that_agrees_with_kai_is_accepted() -> None:
+    config = parse_config(
+        {**LAB, "kai": {"binderRuntimeClass": "nvidia-cdi"}, "admission": {"runtimeClass": "nvidia-cdi"}}
+    )
+    assert config.fraction_runtime_class == "nvidia-cdi"
+    assert parse_config({**LAB, "kai": {"binderRuntimeClass": "nvidia-cdi"}}).fraction_runtime_class == "nvidia-cdi"
+
+
+# ---------------------------------------------------------------- the gate
+
+POLICY_OBJECT = {"metadata": {"name": fraction_rules.POLICY_NAME, "generation": 2}, "status": {"observedGeneration": 2}}
+BINDING_OBJECT = {"metadata": {"name": fraction_rules.POLICY_NAME}, "spec": {"validationActions": ["Deny"]}}
+REFUSED = (
+    f"pods \"kgf-admission-probe-x\" is invalid: : ValidatingAdmissionPolicy '{fraction_rules.POLICY_NAME}' with "
+    "binding 'x' denied request: the pod has no runtimeClassName: nvidia"
+)
+
+
+def test_the_gate_holds_once_the_policy_is_compiled_bound_and_refusing() -> None:
+    assert decide.decide_admission_objects(POLICY_OBJECT, BINDING_OBJECT, "deny").passed
+    assert decide.decide_admission_refusal(REFUSED, "deny").passed
+
+
+@pytest.mark.parametrize(
+    ("policy", "binding", "mode", "says"),
+    [
+        (None, BINDING_OBJECT, "deny", "no policy"),
+        (POLICY_OBJECT, None, "deny", "no binding"),
+        (POLICY_OBJECT, BINDING_OBJECT, "warn", "not ['Warn']"),
+        ({**POLICY_OBJECT, "status": {"observedGeneration": 1}}, BINDING_OBJECT, "deny", "not compiled generation 2"),
+        (
+            {
+                **POLICY_OBJECT,
+                "status": {
+                    "observedGeneration": 2,
+                    "typeChecking": {"expressionWarnings": [{"warning": "no such key"}]},
+                },
+            },
+            BINDING_OBJECT,
+            "deny",
+            "does not type-check: no such key",
+        ),
+    ],
+)
+def test_the_gate_waits_for_the_policy_and_its_binding(
+    policy: dict[str, Any] | None, binding: dict[str, Any] | None, mode: str, says: str
+) -> None:
+    result = decide.decide_admission_objects(policy, binding, mode)
+    assert not result.passed and says in result.detail, result.detail
+
+
+def test_in_deny_mode_only_the_policys_own_refusal_counts() -> None:
+    assert "admitted" in decide.decide_admission_refusal(None, "deny").detail
+    other = decide.decide_admission_refusal('pod rejected: RuntimeClass "nvidia" not found', "deny")
+    assert not other.passed and "refused by something else" in other.detail
+    assert decide.decide_admission_refusal(None, "warn").passed, "warn admits, with a warning"
+    assert not decide.decide_admission_refusal(REFUSED, "audit").passed
+
+
+class _Cluster:
+    def __init__(self, refusal: str | None) -> None:
+        self.refusal, self.probes = refusal, []
+
+    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> dict[str, Any]:
+        return POLICY_OBJECT if plural == "validatingadmissionpolicies" else BINDING_OBJECT
+
+    def dry_run_create(
+        self, api_version: str, plural: str, namespace: str | None, manifest: dict[str, Any]
+    ) -> str | None:
+        self.probes.append((api_version, plural, namespace, manifest))
+        return self.refusal
+
+
+def test_the_gate_probes_with_a_dry_run_of_a_root_fractional_pod_in_default() -> None:
+    cluster = _Cluster(REFUSED)
+    spec = GateSpec("fraction-admission", "default", 60, admission_mode="deny")
+    results = CHECKS["fraction-admission"](cluster, spec)  # type: ignore[arg-type]
+    assert [r.passed for r in results] == [True, True]
+    ((api_version, plural, namespace, manifest),) = cluster.probes
+    assert (api_version, plural, namespace) == ("v1", "pods", "default")
+    assert manifest == admission_probe()
+    assert "runtimeClassName" not in manifest["spec"], "the RuntimeClass plugin must not answer first"
+    assert fraction_rules.FRACTION_ANNOTATION in manifest["metadata"]["annotations"]
