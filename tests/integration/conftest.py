@@ -162,6 +162,8 @@ def _leftovers() -> dict[str, list[str]]:
         "schedulingshards.kai.scheduler",
         "configs.kai.scheduler",
         "clusterpolicies.nvidia.com",
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings",
     ):
         result = kubectl("get", kind, "-o", "name", check=False)
         found[kind] = sorted(result.stdout.split()) if result.returncode == 0 else []

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from components.gpu_cluster.fraction_rules import POLICY_NAME
 from tests.integration.conftest import leftovers, webhooks_off_the_machine
 from tests.integration.stand_ins import StandInQueueAccounting, isolator_webhook
 from tests.integration.workspace import REPO, Workspace, helm, kubectl_json
@@ -60,6 +61,9 @@ def test_preview_plans_the_lab_in_the_runbooks_order(dev: Workspace) -> None:
 def test_up_runs_the_lab_and_reports_the_reservation_boundary(dev: Workspace) -> None:
     up = dev.pulumi("up", "--yes", "--skip-preview", stack="dev", timeout=1200)
     assert "KAI-Scheduler ready: all 4 checks hold" in up.output, "queues wait for KAI's webhooks to answer"
+    assert "fractional-pod admission policy in force: all 2 checks hold" in up.output
+    binding = kubectl_json("get", "validatingadmissionpolicybinding", POLICY_NAME)
+    assert binding["spec"]["validationActions"] == ["Deny"], "the lab pods went in under the policy in deny mode"
     registered = {c["metadata"]["name"] for c in kubectl_json("get", "validatingwebhookconfigurations")["items"]}
     assert {"validating-kai-admission", "kai-queue-validation-v2"} <= registered, "the stand-in KAI registers them"
     assert webhooks_off_the_machine() == [], "every webhook the API server calls is on loopback"

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.gpu_cluster.fraction_rules import POLICY_NAME
 from tests.integration.conftest import NODE, leftovers, mpsd_stops
 from tests.integration.workspace import (
     REPO,
@@ -77,8 +78,16 @@ def test_preview_shows_the_whole_graph_before_anything_exists(a100: Workspace) -
 
 def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
     up = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=1200)
-    for gate in ("GPU Operator ready: all 3", "KAI-Scheduler ready: all 5", "gpu-fractioning node agents ready: all 6"):
+    gates = (
+        "GPU Operator ready: all 3",
+        "KAI-Scheduler ready: all 5",
+        "gpu-fractioning node agents ready: all 6",
+        "fractional-pod admission policy in force: all 2",
+    )
+    for gate in gates:
         assert gate in up.output, f"the update must report the gate '{gate} checks hold'"
+    binding = kubectl_json("get", "validatingadmissionpolicybinding", POLICY_NAME)
+    assert binding["spec"]["validationActions"] == ["Deny"], "the smoke pods went in under the policy in deny mode"
     outputs = a100.outputs("a100")
     assert outputs["imageTag"] == TAG
     assert outputs["releases"] == {

@@ -7,6 +7,8 @@ table (tests/fixtures/guide-rules) against the real one.
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import Any
 
 import pytest
@@ -190,7 +192,8 @@ def test_in_deny_mode_only_the_policys_own_refusal_counts() -> None:
 
 class _Cluster:
     def __init__(self, refusal: str | None) -> None:
-        self.refusal, self.probes = refusal, []
+        self.refusal = refusal
+        self.probes: list[tuple[str, str, str | None, dict[str, Any]]] = []
 
     def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> dict[str, Any]:
         return POLICY_OBJECT if plural == "validatingadmissionpolicies" else BINDING_OBJECT
@@ -212,3 +215,49 @@ def test_the_gate_probes_with_a_dry_run_of_a_root_fractional_pod_in_default() ->
     assert manifest == admission_probe()
     assert "runtimeClassName" not in manifest["spec"], "the RuntimeClass plugin must not answer first"
     assert fraction_rules.FRACTION_ANNOTATION in manifest["metadata"]["annotations"]
+
+
+def readme_admission_config() -> dict[str, Any]:
+    """The stack config the README's admission-profile commands leave, read as `pulumi config set`
+    (with `--path`) writes it."""
+    from tests.unit.test_readme_commands import REPO
+
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("### Only the admission policy, on an existing cluster", 1)[1].split("\n#", 1)[0]
+    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    config: dict[str, Any] = {}
+    for line in block.splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:3] != ["pulumi", "config", "set"]:
+            continue
+        path = "--path" in words
+        key, value = [w for w in words[3:] if w != "--path"]
+        if not path:
+            config[key] = value
+            continue
+        steps = re.findall(r"[^.\[\]]+|\[\d+\]", key)
+        target: Any = config
+        for step, following in zip(steps, [*steps[1:], None], strict=True):
+            slot: Any = int(step[1:-1]) if step.startswith("[") else step
+            if following is None:
+                if isinstance(target, list):
+                    target.append(value)
+                else:
+                    target[slot] = value
+            else:
+                empty: Any = [] if following.startswith("[") else {}
+                if isinstance(target, list):
+                    target.append(empty)
+                    target = target[-1]
+                else:
+                    target = target.setdefault(slot, empty)
+    return config
+
+
+def test_the_readmes_admission_profile_commands_make_a_valid_stack(run_program: ProgramRunner) -> None:
+    config = readme_admission_config()
+    parsed = parse_config(config)
+    assert parsed.profile == "admission" and parsed.admission.mode == "warn"
+    assert parsed.admission.exempt_namespaces == ["gpu-operator", "kai-scheduler", "gpu-fractioning"]
+    engine, _ = run_program(config)
+    assert len(engine.created(NAMESPACE_PATCH)) == 3
