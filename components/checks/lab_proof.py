@@ -15,7 +15,8 @@ from components.checks.lab_decisions import (
     parse_queue_division_log,
     queue_allocated_gpus,
 )
-from components.checks.proof import Clock, ProofCluster, ProofResult, guarded, phase, retry
+from components.checks.proof import ProofCluster, ProofResult, guarded, phase, retry
+from components.checks.waiting import Clock
 from components.gpu_cluster.kai_api import QUEUE_GROUP, QUEUE_PLURAL, QUEUE_VERSION, RESERVATION_NAMESPACE
 from components.lab.lab_pods import SHARED_POD
 

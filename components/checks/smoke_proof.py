@@ -8,7 +8,6 @@ from typing import Any
 
 from components.checks.cluster_facts import GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL
 from components.checks.proof import (
-    Clock,
     ProofCluster,
     ProofResult,
     default_container,
@@ -30,6 +29,7 @@ from components.checks.smoke_decisions import (
     parse_namespace_list,
     sm_count_for_product,
 )
+from components.checks.waiting import Clock
 from components.config.model import SmokeTestConfig
 from components.gpu_cluster.fractioning_api import MPSD_SELECTOR
 from components.gpu_cluster.smoke_pods import CONTAINER, smoke_pod_manifest

@@ -31,7 +31,8 @@ from components.checks.cluster_facts import (
     node_facts,
 )
 from components.checks.dynamic import ReportedFailure
-from components.checks.proof import Clock, ProofResult, failures, format_proof, guarded, pause, poll_delays
+from components.checks.proof import ProofResult, failures, format_proof, guarded
+from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import StackConfig
 from components.gpu_cluster import fractioning_api, kai_api
 from components.gpu_cluster.fraction_rules import FRACTION_ANNOTATION, POLICY_NAME
@@ -346,20 +347,29 @@ def wait_for_gate(
     title, timeout_key = TITLES[spec.step]
     start = clock.now()
     last_said, said_at = "", start
-    delays = poll_delays()
-    while True:
-        results = CHECKS[spec.step](cluster, spec)
-        waiting = "; ".join(f"{r.check}: {r.detail}" for r in failures(results))
-        elapsed = clock.now() - start
-        if not waiting:
-            progress(f"{title}: all {len(results)} checks hold after {minutes(elapsed)}")
-            return results
-        if elapsed >= spec.timeout_seconds:
-            raise GateTimedOut(
-                f"{title}: not after {minutes(elapsed)} ({timeout_key} is {spec.timeout_seconds}); "
-                f"the next step was not started. Waiting for: {waiting}\n{format_proof(results, title)}"
-            )
+
+    def say_what_it_waits_for(results: list[ProofResult]) -> None:
+        nonlocal last_said, said_at
+        waiting = waiting_for(results)
         if waiting != last_said or clock.now() - said_at >= PROGRESS_EVERY_SECONDS:
-            progress(f"{title}: waiting, {minutes(elapsed)} of {minutes(spec.timeout_seconds)}: {waiting}")
+            progress(f"{title}: waiting, {minutes(clock.now() - start)} of {minutes(spec.timeout_seconds)}: {waiting}")
             last_said, said_at = waiting, clock.now()
-        pause(clock, delays, start + spec.timeout_seconds)
+
+    results = poll(
+        lambda: CHECKS[spec.step](cluster, spec),
+        lambda results: not failures(results),
+        Deadline(clock, start + spec.timeout_seconds),
+        between=say_what_it_waits_for,
+    )
+    elapsed = clock.now() - start
+    if waiting := waiting_for(results):
+        raise GateTimedOut(
+            f"{title}: not after {minutes(elapsed)} ({timeout_key} is {spec.timeout_seconds}); "
+            f"the next step was not started. Waiting for: {waiting}\n{format_proof(results, title)}"
+        )
+    progress(f"{title}: all {len(results)} checks hold after {minutes(elapsed)}")
+    return results
+
+
+def waiting_for(results: list[ProofResult]) -> str:
+    return "; ".join(f"{r.check}: {r.detail}" for r in failures(results))
