@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from components.checks.host_access import PodPhases
+from components.checks.kube import POD_GONE_TIMEOUT_SECONDS, KubeClient, PodStillThere
 from components.checks.proof import ProofResult, retry, wait_for
 from components.checks.waiting import Clock, Deadline, poll
 from tests.integration import conftest as integration
@@ -99,6 +101,72 @@ def test_a_check_pod_that_never_finishes_is_given_up_on_at_its_deadline() -> Non
     time = FakeTime()
     assert not check_pods("Running", time).wait_until_done("kgf-preflight-1", 30)
     assert time.t == 30 and set(time.sleeps) == {0.125}, "a look at the shared phases every quarter interval"
+
+
+# ---------------------------------------------------------------- deleting a pod and waiting for it to go
+
+
+class FakeCore:
+    """CoreV1Api's pod calls: the pod reads as there for `reads_left` more reads after its delete."""
+
+    def __init__(self, reads_left: float) -> None:
+        self.reads_left, self.reads = reads_left, 0
+
+    def delete_namespaced_pod(self, name: str, namespace: str, **_kwargs: Any) -> Any:
+        class Answer:
+            def drain_conn(self) -> None: ...
+
+            def release_conn(self) -> None: ...
+
+        return Answer()
+
+    def read_namespaced_pod(self, name: str, namespace: str, **_kwargs: Any) -> Any:
+        self.reads += 1
+        if self.reads > self.reads_left:
+            raise kube_api().ApiException(status=404)
+
+        class Answer:
+            data = b'{"metadata": {"name": "p"}}'
+
+        return Answer()
+
+
+def kube_api() -> Any:
+    from kubernetes import client
+
+    return client
+
+
+def client_with(core: FakeCore, time: FakeTime) -> KubeClient:
+    cluster = KubeClient(None, clock=time.clock())
+    cluster.core = core
+    return cluster
+
+
+def test_a_deleted_pod_is_waited_for_only_until_it_is_gone() -> None:
+    time, core = FakeTime(), FakeCore(reads_left=2)
+    client_with(core, time).delete_pod("default", "device-query")
+    assert core.reads == 3 and time.t == 1.0
+
+
+def test_a_pod_stuck_terminating_fails_the_wait_at_its_deadline_naming_it() -> None:
+    time = FakeTime()
+    with pytest.raises(PodStillThere, match=r"pod default/device-query is still there 120s after it was deleted"):
+        client_with(FakeCore(reads_left=float("inf")), time).delete_pod("default", "device-query")
+    assert time.t == POD_GONE_TIMEOUT_SECONDS == 120
+
+
+def test_the_pod_deletion_wait_takes_its_own_deadline() -> None:
+    time = FakeTime()
+    with pytest.raises(PodStillThere, match="still there 5s after"):
+        client_with(FakeCore(reads_left=float("inf")), time).delete_pod("ns", "p", timeout_seconds=5)
+    assert time.t == 5
+
+
+def test_a_delete_without_wait_reads_nothing_back() -> None:
+    time, core = FakeTime(), FakeCore(reads_left=float("inf"))
+    client_with(core, time).delete_pod("ns", "p", wait=False)
+    assert core.reads == 0 and time.t == 0
 
 
 # ---------------------------------------------------------------- the integration tier's leftovers
