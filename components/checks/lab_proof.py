@@ -17,6 +17,7 @@ from components.checks.lab_decisions import (
 )
 from components.checks.proof import ProofCluster, ProofResult, guarded, phase, retry
 from components.checks.waiting import Clock
+from components.config.vocabulary import DEFAULT_QUEUE
 from components.gpu_cluster.kai_api import QUEUE_GROUP, QUEUE_PLURAL, QUEUE_VERSION, RESERVATION_NAMESPACE
 from components.lab.lab_pods import SHARED_POD
 
@@ -34,7 +35,7 @@ class LabSpec:
     shared_memory_mib: int
     nodes: tuple[str, ...] = ()
     namespace: str = "default"
-    queue: str = "default-queue"
+    queue: str = DEFAULT_QUEUE
     shared_pod: str = SHARED_POD
     timeout_seconds: int = 300
 

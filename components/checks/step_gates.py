@@ -34,6 +34,8 @@ from components.checks.dynamic import ReportedFailure
 from components.checks.proof import ProofResult, failures, format_proof, guarded
 from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import StackConfig
+from components.config.types import MINIMUM_DRIVER_BRANCH
+from components.config.vocabulary import DEFAULT_QUEUE, RUNTIME_CLASS
 from components.gpu_cluster import fractioning_api, kai_api
 from components.gpu_cluster.fraction_rules import FRACTION_ANNOTATION, POLICY_NAME
 
@@ -41,7 +43,6 @@ Json = dict[str, Any]
 Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning", "fraction-admission"]
 PROGRESS_EVERY_SECONDS = 60.0
 # The first driver branch whose MPS control daemon has `namespace` (MPS v3).
-MINIMUM_DRIVER_MAJOR = 615
 
 TITLES: dict[str, tuple[str, str]] = {
     # step: (what is waited for, the config key of its timeout)
@@ -64,8 +65,8 @@ class GateSpec:
     step: Step
     namespace: str
     timeout_seconds: int
-    minimum_driver_major: int = MINIMUM_DRIVER_MAJOR
-    runtime_class: str = "nvidia"
+    minimum_driver_major: int = MINIMUM_DRIVER_BRANCH
+    runtime_class: str = RUNTIME_CLASS
     sharing_mode: str | None = None
     admission_mode: str | None = None
 
@@ -74,7 +75,7 @@ def gate_specs(config: StackConfig) -> dict[Step, GateSpec]:
     """Each step's gate as the stack configures it."""
     driver = config.gpu_operator.driver
     # The operator installs the pinned driver; a host driver must be of the r615 branch or newer.
-    pinned_major = int(driver.version.split(".")[0]) if driver.source == "operator" else MINIMUM_DRIVER_MAJOR
+    pinned_major = int(driver.version.split(".")[0]) if driver.source == "operator" else MINIMUM_DRIVER_BRANCH
     return {
         "gpu-operator": GateSpec(
             "gpu-operator",
@@ -194,7 +195,7 @@ def webhook_probes() -> dict[kai_api.Admits, tuple[str, str, str | None, Json]]:
                 "apiVersion": f"{kai_api.PODGROUP_GROUP}/{kai_api.PODGROUP_VERSION}",
                 "kind": "PodGroup",
                 "metadata": metadata,
-                "spec": {"minMember": 1, "queue": "default-queue"},
+                "spec": {"minMember": 1, "queue": DEFAULT_QUEUE},
             },
         ),
     }
