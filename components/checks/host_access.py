@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from components.checks.cluster_facts import HostFacts, HostFactsReader
 from components.checks.host_check import host_check_script, parse_host_report
 from components.checks.kube import KubeClient
+from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import StackConfig
 from components.gpu_cluster.node_agents import nri_socket_path
 
@@ -52,6 +53,10 @@ CHECK_POD_LABEL = {"app.kubernetes.io/name": "kai-gpu-fractions-preflight"}
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
+def has_finished(phase: str | None) -> bool:
+    return phase in TERMINAL_PHASES
+
+
 def check_pod_manifest(node: str, name: str, image: str, script: str) -> dict[str, Any]:
     """A privileged one-shot pod on `node` that runs `script` in the host's root filesystem."""
     return {
@@ -81,26 +86,30 @@ class PodPhases:
     """The check pods' phases, read for every node being checked with one list call at most every
     `interval` seconds: waiting on 64 nodes costs the API what waiting on one does."""
 
-    def __init__(self, list_pods: Callable[[], list[dict[str, Any]]], interval: float = 0.5) -> None:
+    def __init__(
+        self, list_pods: Callable[[], list[dict[str, Any]]], interval: float = 0.5, clock: Clock | None = None
+    ) -> None:
         self._list_pods = list_pods
         self._interval = interval
+        self._clock = clock or Clock()
         self._lock = threading.Lock()
         self._read_at = -interval
         self._phases: dict[str, str] = {}
 
-    def wait_until_done(self, name: str, deadline: float) -> bool:
-        """True once the named pod has finished (either way); False if the deadline passes first."""
-        while time.monotonic() < deadline:
-            with self._lock:
-                if time.monotonic() - self._read_at >= self._interval:
-                    pods = self._list_pods()
-                    self._phases = {p["metadata"]["name"]: (p.get("status") or {}).get("phase", "") for p in pods}
-                    self._read_at = time.monotonic()
-                phase = self._phases.get(name)
-            if phase in TERMINAL_PHASES:
-                return True
-            time.sleep(self._interval / 4)
-        return False
+    def wait_until_done(self, name: str, timeout_seconds: float) -> bool:
+        """True once the named pod has finished (either way); False if `timeout_seconds` pass first.
+        Each look reads the shared phases, which the API refreshes at most every `interval`, so the
+        looks keep to a quarter of it rather than backing off."""
+        deadline = Deadline.after(timeout_seconds, self._clock)
+        return has_finished(poll(lambda: self._phase(name), has_finished, deadline, repeat(self._interval / 4)))
+
+    def _phase(self, name: str) -> str | None:
+        with self._lock:
+            if self._clock.now() - self._read_at >= self._interval:
+                pods = self._list_pods()
+                self._phases = {p["metadata"]["name"]: (p.get("status") or {}).get("phase", "") for p in pods}
+                self._read_at = self._clock.now()
+            return self._phases.get(name)
 
 
 def check_pod_runner(cluster: KubeClient, script: str, namespace: str, image: str, timeout_seconds: int) -> HostRunner:
@@ -115,7 +124,7 @@ def check_pod_runner(cluster: KubeClient, script: str, namespace: str, image: st
         name = f"kgf-preflight-{uuid.uuid4().hex[:8]}"
         cluster.create_pod(namespace, check_pod_manifest(node, name, image, script))
         try:
-            if not phases.wait_until_done(name, time.monotonic() + timeout_seconds):
+            if not phases.wait_until_done(name, timeout_seconds):
                 raise TimeoutError(f"check pod {namespace}/{name} on {node} did not finish in {timeout_seconds}s")
             return cluster.pod_logs(namespace, name)
         finally:

@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
 import yaml
 
+from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import is_kubeconfig_contents
 
 Json = dict[str, Any]
+# How long `delete_pod` waits for a pod deleted at once (grace period 0) to be gone: the kubelet
+# stops it within seconds; one still there after this is held by a finalizer or a node that does
+# not answer, and waiting longer would hang `up` or `destroy`.
+POD_GONE_TIMEOUT_SECONDS = 120.0
+
+
+class PodStillThere(TimeoutError):
+    """A deleted pod was not gone by the deadline."""
 
 
 def api_client(kubeconfig: str | None, context: str | None, connections: int = 4) -> Any:
@@ -56,10 +64,11 @@ def read_to_end(response: Any) -> None:
 class KubeClient:
     """The cluster as the checks see it, over the official kubernetes client."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, clock: Clock | None = None) -> None:
         from kubernetes import client as k8s
 
         self.client = client
+        self.clock = clock or Clock()
         self._api = k8s
         self.core = k8s.CoreV1Api(client)
         self.custom = k8s.CustomObjectsApi(client)
@@ -179,8 +188,11 @@ class KubeClient:
     def create_pod(self, namespace: str, manifest: Json) -> None:
         read_to_end(self.core.create_namespaced_pod(namespace, manifest, _preload_content=False))
 
-    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None:
-        """Deletes the pod now; with `wait`, returns once it is gone (a reused pod name must be free)."""
+    def delete_pod(
+        self, namespace: str, name: str, wait: bool = True, timeout_seconds: float = POD_GONE_TIMEOUT_SECONDS
+    ) -> None:
+        """Deletes the pod now; with `wait`, returns once it is gone (a reused pod name must be free),
+        or raises PodStillThere naming it when it is still there after `timeout_seconds`."""
         try:
             deleted = self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _preload_content=False)
             read_to_end(deleted)
@@ -188,8 +200,14 @@ class KubeClient:
             if error.status != 404:
                 raise
             return
-        while wait and self.read_pod(namespace, name) is not None:
-            time.sleep(1)
+        if not wait:
+            return
+        deadline = Deadline.after(timeout_seconds, self.clock)
+        if poll(lambda: self.read_pod(namespace, name), lambda pod: pod is None, deadline) is not None:
+            raise PodStillThere(
+                f"pod {namespace}/{name} is still there {timeout_seconds:g}s after it was deleted: a finalizer "
+                f"holds it, or its node does not answer (kubectl -n {namespace} get pod {name} -o yaml)"
+            )
 
     def exec(self, namespace: str, pod: str, container: str | None, command: list[str]) -> str:
         from kubernetes.stream import stream

@@ -9,6 +9,7 @@ from typing import Any
 
 from components.checks.cluster_facts import GPU_RESOURCE, parse_quantity
 from components.checks.proof import ProofResult
+from components.config.vocabulary import RUNTIME_CLASS
 
 
 def decide_allocatable(allocatable: Mapping[str, Mapping[str, str]], expected: int) -> ProofResult:
@@ -72,8 +73,8 @@ def decide_isolator_injection(pod: Mapping[str, Any]) -> ProofResult:
     mounts = {m.get("mountPath") for c in spec.get("containers") or [] for m in c.get("volumeMounts") or []}
     env = {e.get("name"): e.get("value") for c in spec.get("containers") or [] for e in c.get("env") or []}
     missing = [path for path in ("/etc/ld.so.preload", "/usr/local/vgpu") if path not in mounts]
-    if spec.get("runtimeClassName") != "nvidia":
-        missing.append("runtimeClassName: nvidia")
+    if spec.get("runtimeClassName") != RUNTIME_CLASS:
+        missing.append(f"runtimeClassName: {RUNTIME_CLASS}")
     if missing:
         return ProofResult(
             check, False, "the shared pod lacks " + ", ".join(missing) + " (is the isolator's webhook up?)"

@@ -15,7 +15,9 @@ from components.checks.lab_decisions import (
     parse_queue_division_log,
     queue_allocated_gpus,
 )
-from components.checks.proof import Clock, ProofCluster, ProofResult, guarded, phase, retry
+from components.checks.proof import ProofCluster, ProofResult, guarded, phase, retry
+from components.checks.waiting import Clock
+from components.config.vocabulary import DEFAULT_QUEUE
 from components.gpu_cluster.kai_api import QUEUE_GROUP, QUEUE_PLURAL, QUEUE_VERSION, RESERVATION_NAMESPACE
 from components.lab.lab_pods import SHARED_POD
 
@@ -33,7 +35,7 @@ class LabSpec:
     shared_memory_mib: int
     nodes: tuple[str, ...] = ()
     namespace: str = "default"
-    queue: str = "default-queue"
+    queue: str = DEFAULT_QUEUE
     shared_pod: str = SHARED_POD
     timeout_seconds: int = 300
 

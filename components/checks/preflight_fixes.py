@@ -4,6 +4,8 @@ command to run by hand where no node access is configured."""
 from __future__ import annotations
 
 from components.config.model import CheckId
+from components.config.types import MINIMUM_DRIVER_BRANCH
+from components.config.vocabulary import RUNTIME_CLASS
 
 FIXES: dict[CheckId, str] = {
     "cluster-admin": (
@@ -18,9 +20,9 @@ FIXES: dict[CheckId, str] = {
         "and the memory cap then rests on an environment variable the container can change"
     ),
     "runtime-class": (
-        "create RuntimeClass nvidia (the GPU Operator does): without it KAI's reservation pod fails with "
+        f"create RuntimeClass {RUNTIME_CLASS} (the GPU Operator does): without it KAI's reservation pod fails with "
         "`unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND` and fractional pods stay Pending "
-        "(check: kubectl get runtimeclass nvidia)"
+        f"(check: kubectl get runtimeclass {RUNTIME_CLASS})"
     ),
     "gpu-present-label": (
         "run the GPU Operator, whose feature discovery sets nvidia.com/gpu.present=true; the mpsd and fractiond "
@@ -42,12 +44,14 @@ FIXES: dict[CheckId, str] = {
         "(check: ls -l /var/run/nri/nri.sock)"
     ),
     "driver-version": (
-        "pin driver r615 or newer: with the GPU Operator, --set driver.version=615.71.09 "
-        "(gpuOperator.driver.version); on the host, install nvidia-driver-pinning-615, then nvidia-driver-open, "
+        f"pin driver r{MINIMUM_DRIVER_BRANCH} or newer: with the GPU Operator, --set driver.version=615.71.09 "
+        f"(gpuOperator.driver.version); on the host, install nvidia-driver-pinning-{MINIMUM_DRIVER_BRANCH}, then "
+        "nvidia-driver-open, "
         "from the NVIDIA CUDA apt repository and reboot"
     ),
     "mps-namespace": (
-        "driver older than r615, or mpsd is not running protocol 3: check the driver version and the mpsd logs "
+        f"driver older than r{MINIMUM_DRIVER_BRANCH}, or mpsd is not running protocol 3: check the driver version "
+        "and the mpsd logs "
         "(kubectl -n gpu-fractioning logs ds/gpu-fractioning-mpsd)"
     ),
     "fabricmanager": (
@@ -67,8 +71,8 @@ FIXES: dict[CheckId, str] = {
     ),
 }
 LAB_RUNTIME_CLASS_FIX = (
-    "create the lab's shim, RuntimeClass nvidia with handler runc (kind has no nvidia runtime; pods that name it "
-    'are rejected with `RuntimeClass "nvidia" not found`), or let this stack create it'
+    f"create the lab's shim, RuntimeClass {RUNTIME_CLASS} with handler runc (kind has no nvidia runtime; pods that "
+    f'name it are rejected with `RuntimeClass "{RUNTIME_CLASS}" not found`), or let this stack create it'
 )
 # What to run by hand when preflight has no node access.
 HOST_COMMANDS: dict[CheckId, str] = {

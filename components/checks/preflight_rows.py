@@ -24,11 +24,13 @@ from components.checks.cluster_facts import (
 from components.checks.host_check import MPS_NAMESPACE_COMMANDS
 from components.checks.preflight_fixes import FIXES, HOST_COMMANDS, LAB_RUNTIME_CLASS_FIX
 from components.config.model import CheckId, PreflightConfig
+from components.config.types import MINIMUM_DRIVER_BRANCH
+from components.config.vocabulary import RUNTIME_CLASS
 from components.gpu_cluster.node_agents import mpsd_memory_needed_mib
 
 Outcome = Literal["pass", "fail", "warn", "not-checked"]
 
-MINIMUM_DRIVER = (615,)
+MINIMUM_DRIVER = (MINIMUM_DRIVER_BRANCH,)
 MINIMUM_CONTAINERD = (2, 0)
 
 
@@ -143,12 +145,12 @@ def _gpu_operator_version(facts: ClusterFacts, expectations: Expectations) -> Fi
 
 def _runtime_class(facts: ClusterFacts, expectations: Expectations) -> Finding:
     if expectations.stack_creates_runtime_class:
-        return Finding("runtime-class", "cluster", "pass", "this stack creates RuntimeClass nvidia")
-    handler = facts.runtime_classes.get("nvidia")
+        return Finding("runtime-class", "cluster", "pass", f"this stack creates RuntimeClass {RUNTIME_CLASS}")
+    handler = facts.runtime_classes.get(RUNTIME_CLASS)
     if handler is None:
         fix = LAB_RUNTIME_CLASS_FIX if expectations.profile == "lab" else FIXES["runtime-class"]
-        return Finding("runtime-class", "cluster", "fail", "RuntimeClass nvidia not found", fix)
-    return Finding("runtime-class", "cluster", "pass", f"RuntimeClass nvidia (handler {handler})")
+        return Finding("runtime-class", "cluster", "fail", f"RuntimeClass {RUNTIME_CLASS} not found", fix)
+    return Finding("runtime-class", "cluster", "pass", f"RuntimeClass {RUNTIME_CLASS} (handler {handler})")
 
 
 def _labels_come_later(facts: ClusterFacts, expectations: Expectations) -> str | None:
@@ -234,12 +236,17 @@ def _driver_version(node: NodeFacts, expectations: Expectations) -> Finding:
     version = node.host.driver_version if node.host else None
     if version is None:
         if expectations.stack_installs_driver:
-            return Finding(check, _node(node), "pass", "the GPU Operator this stack installs pins an r615+ driver")
+            return Finding(
+                check,
+                _node(node),
+                "pass",
+                f"the GPU Operator this stack installs pins an r{MINIMUM_DRIVER_BRANCH}+ driver",
+            )
         return _not_checked(check, node, "the driver version")
     if version_tuple(version) >= MINIMUM_DRIVER:
         return Finding(check, _node(node), "pass", f"driver {version}")
     installed_by = " preinstalled on the host" if expectations.stack_installs_driver else ""
-    detail = f"driver {version}{installed_by} is older than r615 (no MPS namespaces)"
+    detail = f"driver {version}{installed_by} is older than r{MINIMUM_DRIVER_BRANCH} (no MPS namespaces)"
     return Finding(check, _node(node), "fail", detail, FIXES[check])
 
 
@@ -248,7 +255,9 @@ def _mps_namespace(node: NodeFacts, expectations: Expectations) -> Finding:
     commands = node.host.mps_namespace_commands if node.host else None
     if commands is None:
         if expectations.stack_installs_driver:
-            return Finding(check, _node(node), "pass", "MPS v3 comes with the r615 driver this stack installs")
+            return Finding(
+                check, _node(node), "pass", f"MPS v3 comes with the r{MINIMUM_DRIVER_BRANCH} driver this stack installs"
+            )
         return _not_checked(check, node, "whether MPS has the namespace subcommand")
     missing = sorted(MPS_NAMESPACE_COMMANDS - commands)
     if not missing:

@@ -3,27 +3,12 @@ the update when a check does not hold."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from components.checks.dynamic import ReportedFailure
-
-
-def poll_delays(first: float = 0.5, longest: float = 5.0, steady_for: float = 10.0) -> Iterator[float]:
-    """The waits between two looks at the cluster: every half second for the first 10 s, since most
-    of what the checks wait for is there within seconds (a back-off from the start would notice a
-    step ready at 2.5 s only at 4 s), then half as long again each time up to `longest`, so a wait
-    of minutes polls the API no more than every 5 s."""
-    waited = 0.0
-    while waited < steady_for:
-        yield first
-        waited += first
-    delay = first
-    while True:
-        delay = min(longest, delay * 1.5)
-        yield delay
+from components.checks.waiting import Clock, Deadline, poll
 
 
 @dataclass(frozen=True)
@@ -72,14 +57,6 @@ class ProofCluster(Protocol):
     def events_for(self, namespace: str, name: str) -> list[str]: ...
 
 
-@dataclass
-class Clock:
-    """Time, injectable so the polling is testable without waiting."""
-
-    now: Callable[[], float] = time.monotonic
-    sleep: Callable[[float], None] = time.sleep
-
-
 def default_container(pod: Mapping[str, Any]) -> str | None:
     """The container `kubectl exec` would pick: the annotated default, else the first."""
     annotated = ((pod.get("metadata") or {}).get("annotations") or {}).get("kubectl.kubernetes.io/default-container")
@@ -101,29 +78,14 @@ def guarded(check: str, decide: Callable[[], ProofResult]) -> ProofResult:
         return ProofResult(check, False, f"could not gather the evidence: {error}")
 
 
-def pause(clock: Clock, delays: Iterator[float], deadline: float) -> None:
-    """Sleeps until the next look, or until the deadline if that comes first: the last look falls
-    on the deadline, not up to a poll interval after it."""
-    clock.sleep(min(next(delays), max(0.0, deadline - clock.now())))
-
-
 def wait_for(clock: Clock, deadline: float, probe: Callable[[], Any]) -> Any:
-    delays = poll_delays()
-    while True:
-        found = probe()
-        if found is not None or clock.now() >= deadline:
-            return found
-        pause(clock, delays, deadline)
+    """What `probe` finds (not None) by the deadline; None if it found nothing by then."""
+    return poll(probe, lambda found: found is not None, Deadline(clock, deadline))
 
 
 def retry(clock: Clock, seconds: float, attempt: Callable[[], ProofResult]) -> ProofResult:
-    deadline = clock.now() + seconds
-    delays = poll_delays()
-    while True:
-        result = attempt()
-        if result.passed or clock.now() >= deadline:
-            return result
-        pause(clock, delays, deadline)
+    """The first attempt that passes within `seconds`; else the last one, made on the deadline."""
+    return poll(attempt, lambda result: result.passed, Deadline.after(seconds, clock))
 
 
 def raise_on_failure(kind: str, results: Sequence[ProofResult]) -> None:

@@ -52,11 +52,6 @@ class BinderDecision:
     devices: str
 
 
-def parse_annotation_grep(text: str) -> dict[str, str]:
-    """The guide's `jsonpath='{.metadata.annotations}' | grep -o '"nvidia\\.com/[^"]*":"[^"]*"'` lines."""
-    return dict(re.findall(r'"(nvidia\.com/[^"]*)":"([^"]*)"', text))
-
-
 def binder_annotations(annotations: Mapping[str, str]) -> BinderDecision:
     """The binder's per-container annotations, e.g. nvidia.com/container.main.gpu-memory.request."""
 

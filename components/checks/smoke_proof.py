@@ -8,7 +8,6 @@ from typing import Any
 
 from components.checks.cluster_facts import GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL
 from components.checks.proof import (
-    Clock,
     ProofCluster,
     ProofResult,
     default_container,
@@ -30,7 +29,9 @@ from components.checks.smoke_decisions import (
     parse_namespace_list,
     sm_count_for_product,
 )
+from components.checks.waiting import Clock
 from components.config.model import SmokeTestConfig
+from components.config.vocabulary import DEFAULT_QUEUE
 from components.gpu_cluster.fractioning_api import MPSD_SELECTOR
 from components.gpu_cluster.smoke_pods import CONTAINER, smoke_pod_manifest
 
@@ -55,7 +56,7 @@ class SmokeSpec:
     gpu_memory_mib: int
     gpu_fraction: float
     namespace: str = "default"
-    queue: str = "default-queue"
+    queue: str = DEFAULT_QUEUE
     agents_namespace: str = "gpu-fractioning"
     sm_count: int | None = None
     measure_sm_share: bool = True

@@ -31,8 +31,11 @@ from components.checks.cluster_facts import (
     node_facts,
 )
 from components.checks.dynamic import ReportedFailure
-from components.checks.proof import Clock, ProofResult, failures, format_proof, guarded, pause, poll_delays
+from components.checks.proof import ProofResult, failures, format_proof, guarded
+from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import StackConfig
+from components.config.types import MINIMUM_DRIVER_BRANCH
+from components.config.vocabulary import DEFAULT_QUEUE, RUNTIME_CLASS
 from components.gpu_cluster import fractioning_api, kai_api
 from components.gpu_cluster.fraction_rules import FRACTION_ANNOTATION, POLICY_NAME
 
@@ -40,7 +43,6 @@ Json = dict[str, Any]
 Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning", "fraction-admission"]
 PROGRESS_EVERY_SECONDS = 60.0
 # The first driver branch whose MPS control daemon has `namespace` (MPS v3).
-MINIMUM_DRIVER_MAJOR = 615
 
 TITLES: dict[str, tuple[str, str]] = {
     # step: (what is waited for, the config key of its timeout)
@@ -63,8 +65,8 @@ class GateSpec:
     step: Step
     namespace: str
     timeout_seconds: int
-    minimum_driver_major: int = MINIMUM_DRIVER_MAJOR
-    runtime_class: str = "nvidia"
+    minimum_driver_major: int = MINIMUM_DRIVER_BRANCH
+    runtime_class: str = RUNTIME_CLASS
     sharing_mode: str | None = None
     admission_mode: str | None = None
 
@@ -73,7 +75,7 @@ def gate_specs(config: StackConfig) -> dict[Step, GateSpec]:
     """Each step's gate as the stack configures it."""
     driver = config.gpu_operator.driver
     # The operator installs the pinned driver; a host driver must be of the r615 branch or newer.
-    pinned_major = int(driver.version.split(".")[0]) if driver.source == "operator" else MINIMUM_DRIVER_MAJOR
+    pinned_major = int(driver.version.split(".")[0]) if driver.source == "operator" else MINIMUM_DRIVER_BRANCH
     return {
         "gpu-operator": GateSpec(
             "gpu-operator",
@@ -193,7 +195,7 @@ def webhook_probes() -> dict[kai_api.Admits, tuple[str, str, str | None, Json]]:
                 "apiVersion": f"{kai_api.PODGROUP_GROUP}/{kai_api.PODGROUP_VERSION}",
                 "kind": "PodGroup",
                 "metadata": metadata,
-                "spec": {"minMember": 1, "queue": "default-queue"},
+                "spec": {"minMember": 1, "queue": DEFAULT_QUEUE},
             },
         ),
     }
@@ -346,20 +348,29 @@ def wait_for_gate(
     title, timeout_key = TITLES[spec.step]
     start = clock.now()
     last_said, said_at = "", start
-    delays = poll_delays()
-    while True:
-        results = CHECKS[spec.step](cluster, spec)
-        waiting = "; ".join(f"{r.check}: {r.detail}" for r in failures(results))
-        elapsed = clock.now() - start
-        if not waiting:
-            progress(f"{title}: all {len(results)} checks hold after {minutes(elapsed)}")
-            return results
-        if elapsed >= spec.timeout_seconds:
-            raise GateTimedOut(
-                f"{title}: not after {minutes(elapsed)} ({timeout_key} is {spec.timeout_seconds}); "
-                f"the next step was not started. Waiting for: {waiting}\n{format_proof(results, title)}"
-            )
+
+    def say_what_it_waits_for(results: list[ProofResult]) -> None:
+        nonlocal last_said, said_at
+        waiting = waiting_for(results)
         if waiting != last_said or clock.now() - said_at >= PROGRESS_EVERY_SECONDS:
-            progress(f"{title}: waiting, {minutes(elapsed)} of {minutes(spec.timeout_seconds)}: {waiting}")
+            progress(f"{title}: waiting, {minutes(clock.now() - start)} of {minutes(spec.timeout_seconds)}: {waiting}")
             last_said, said_at = waiting, clock.now()
-        pause(clock, delays, start + spec.timeout_seconds)
+
+    results = poll(
+        lambda: CHECKS[spec.step](cluster, spec),
+        lambda results: not failures(results),
+        Deadline(clock, start + spec.timeout_seconds),
+        between=say_what_it_waits_for,
+    )
+    elapsed = clock.now() - start
+    if waiting := waiting_for(results):
+        raise GateTimedOut(
+            f"{title}: not after {minutes(elapsed)} ({timeout_key} is {spec.timeout_seconds}); "
+            f"the next step was not started. Waiting for: {waiting}\n{format_proof(results, title)}"
+        )
+    progress(f"{title}: all {len(results)} checks hold after {minutes(elapsed)}")
+    return results
+
+
+def waiting_for(results: list[ProofResult]) -> str:
+    return "; ".join(f"{r.check}: {r.detail}" for r in failures(results))

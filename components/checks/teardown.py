@@ -27,7 +27,7 @@ from components.checks.dynamic import (
     with_secret_kubeconfig,
 )
 from components.checks.kube import KubeClient
-from components.checks.proof import poll_delays
+from components.checks.waiting import Clock, Deadline, poll
 
 report_failures_without_traceback()
 
@@ -44,15 +44,14 @@ def wait_until_gone(
     now: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    deadline = now() + timeout_seconds
-    delays = poll_delays()
-    while pods := list_pods():
-        if now() >= deadline:
-            raise PodsStillRunning(
-                f"{len(pods)} pod(s) in {where} still there after {timeout_seconds:g}s: {', '.join(sorted(pods))}. "
-                f"{fix} Then run `pulumi destroy` again."
-            )
-        sleep(next(delays))
+    """Returns once `list_pods` lists none; raises PodsStillRunning naming those left after
+    `timeout_seconds`."""
+    pods = poll(list_pods, lambda pods: not pods, Deadline.after(timeout_seconds, Clock(now, sleep)))
+    if pods:
+        raise PodsStillRunning(
+            f"{len(pods)} pod(s) in {where} still there after {timeout_seconds:g}s: {', '.join(sorted(pods))}. "
+            f"{fix} Then run `pulumi destroy` again."
+        )
 
 
 class _OnDeleteProvider(ResourceProvider):

@@ -37,6 +37,7 @@ from components.config.types import (
     uses_v_prefix,
     version_order,
 )
+from components.config.vocabulary import DEFAULT_QUEUE, RUNTIME_CLASS, NodeRuntime
 
 
 class Model(BaseModel):
@@ -209,12 +210,9 @@ class KaiConfig(Model):
     # The Config CR is otherwise applied by a post-install hook Job; rendering it inline keeps it in
     # the release itself, so it cannot be lost when a hook does not fire.
     render_config_inline: Switch = True
-    binder_runtime_class: DnsSubdomain = Field(default="nvidia", examples=["nvidia"])
+    binder_runtime_class: DnsSubdomain = Field(default=RUNTIME_CLASS, examples=[RUNTIME_CLASS])
     # The guide waits 300 s for the Deployments; the operator creates most of them after the chart's.
     ready_timeout_seconds: ReadyTimeout = Field(default=600, examples=[600])
-
-
-NodeRuntime = Literal["containerd", "microk8s", "k3s", "rke2"]
 
 
 class GpuFractioningConfig(Model):
@@ -247,7 +245,7 @@ class SmokeTestConfig(Model):
     enabled: Switch = True
     namespace: DnsLabel = "default"
     # A KAI Queue's name, also written as a pod label value.
-    queue: DnsLabel = Field(default="default-queue", examples=["default-queue"])
+    queue: DnsLabel = Field(default=DEFAULT_QUEUE, examples=[DEFAULT_QUEUE])
     image: Image = Field(
         default="nvidia/cuda:13.3.1-base-ubuntu24.04", examples=["nvidia/cuda:13.3.1-base-ubuntu24.04"]
     )
@@ -472,8 +470,8 @@ class AdmissionConfig(Model):
     # The RuntimeClass every fractional pod must name (StackConfig.fraction_runtime_class).
     runtime_class: DnsSubdomain | None = Field(
         default=None,
-        description="default: kai.binderRuntimeClass, the one KAI's admission gives fraction pods (nvidia)",
-        examples=["nvidia"],
+        description=f"default: kai.binderRuntimeClass, the one KAI's admission gives fraction pods ({RUNTIME_CLASS})",
+        examples=[RUNTIME_CLASS],
     )
     # Existing namespaces whose privileged GPU daemons this stack does not install (the namespaces it
     # creates are labelled already), labelled as system namespaces so the policy skips them.

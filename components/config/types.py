@@ -167,6 +167,8 @@ _SEMVER = re.compile(
     re.ASCII,
 )
 _DRIVER = re.compile(r"([0-9]{3})\.[0-9]{2,3}(?:\.[0-9]{2})?", re.ASCII)
+# The driver branch MPS v3 namespaces need: the one home of the floor, which preflight and the GPU
+# Operator's gate read too. It stays in this leaf module: the config model must not sit any higher.
 MINIMUM_DRIVER_BRANCH = 615
 
 

@@ -90,5 +90,3 @@ GPU_FRACTIONING = ForkRecipe(
     tag_variable="VERSION",
     platform_variable="PLATFORM",
 )
-
-FORKS = (KAI_SCHEDULER, GPU_FRACTIONING)

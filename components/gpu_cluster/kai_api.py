@@ -7,12 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from components.config.vocabulary import DEFAULT_QUEUE
+
 QUEUE_GROUP, QUEUE_VERSION, QUEUE_PLURAL = "scheduling.run.ai", "v2", "queues"
 QUEUE_API_VERSION = f"{QUEUE_GROUP}/{QUEUE_VERSION}"
 SHARD_GROUP, SHARD_VERSION, SHARD_PLURAL = "kai.scheduler", "v1", "schedulingshards"
 SHARD_API_VERSION = f"{SHARD_GROUP}/{SHARD_VERSION}"
 # The Queues KAI's chart creates on install and keeps on uninstall (with the `default` shard).
-CHART_KEPT_QUEUES = ("default-parent-queue", "default-queue")
+CHART_KEPT_QUEUES = ("default-parent-queue", DEFAULT_QUEUE)
 RESERVATION_NAMESPACE = "kai-resource-reservation"
 
 # The operator reconciles only the cluster-scoped Config of this name.

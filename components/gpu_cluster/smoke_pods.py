@@ -8,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.model import SmokeTestConfig
+from components.config.vocabulary import RUNTIME_CLASS
 
 SMOKE_POD_NAMES = ("fraction-smoke-a", "fraction-smoke-b")
 CONTAINER = "main"
@@ -31,7 +32,7 @@ def smoke_pod_manifest(name: str, config: SmokeTestConfig) -> dict[str, Any]:
         },
         "spec": {
             "schedulerName": "kai-scheduler",
-            "runtimeClassName": "nvidia",
+            "runtimeClassName": RUNTIME_CLASS,
             "restartPolicy": "Never",
             "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
             "containers": [

@@ -9,8 +9,7 @@ import pulumi_kubernetes as k8s
 
 from components import helm
 from components.config.model import IsolatorConfig
-
-RUNTIME_CLASS = "nvidia"
+from components.config.vocabulary import RUNTIME_CLASS
 
 
 def isolator_values() -> dict[str, Any]:

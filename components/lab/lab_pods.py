@@ -8,10 +8,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.model import GpuProfile
+from components.config.vocabulary import DEFAULT_QUEUE, RUNTIME_CLASS
 
 WHOLE_GPU_POD = "kai-whole-gpu"
 SHARED_POD = "gpu-sharing-with-isolation"
-QUEUE = "default-queue"
 # Pulumi otherwise waits for a pod to be ready; the shared pod never is on fake GPUs.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 # The lab's pods only sleep; pinned, as every image this stack runs is.
@@ -28,12 +28,12 @@ def whole_gpu_pod_manifest(await_ready: bool) -> dict[str, Any]:
     return {
         "metadata": {
             "name": WHOLE_GPU_POD,
-            "labels": {"kai.scheduler/queue": QUEUE},
+            "labels": {"kai.scheduler/queue": DEFAULT_QUEUE},
             "annotations": None if await_ready else SKIP_AWAIT,
         },
         "spec": {
             "schedulerName": "kai-scheduler",
-            "runtimeClassName": "nvidia",
+            "runtimeClassName": RUNTIME_CLASS,
             "containers": [
                 {
                     "name": "app",
@@ -55,12 +55,12 @@ def shared_pod_manifest(profile: GpuProfile) -> dict[str, Any]:
     return {
         "metadata": {
             "name": SHARED_POD,
-            "labels": {"kai.scheduler/queue": QUEUE},
+            "labels": {"kai.scheduler/queue": DEFAULT_QUEUE},
             "annotations": {"gpu-memory": str(profile.memory_mib // 2), **SKIP_AWAIT},
         },
         "spec": {
             "schedulerName": "kai-scheduler",
-            "runtimeClassName": "nvidia",
+            "runtimeClassName": RUNTIME_CLASS,
             "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
             "containers": [
                 {

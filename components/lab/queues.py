@@ -7,6 +7,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.config.vocabulary import DEFAULT_QUEUE
 from components.gpu_cluster.kai_api import QUEUE_API_VERSION
 
 UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
@@ -27,7 +28,7 @@ class LabQueues(pulumi.ComponentResource):
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kai-gpu-fractions:lab:LabQueues", name, None, opts)
         parent = self._queue(f"{name}-default", "default", None)
-        leaf = self._queue(f"{name}-default-queue", "default-queue", parent)
+        leaf = self._queue(f"{name}-default-queue", DEFAULT_QUEUE, parent)
         self.leaf = leaf.id
         self.register_outputs({"leaf": self.leaf})
 

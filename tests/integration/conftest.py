@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import repeat
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
+from components.checks.waiting import Clock, Deadline, poll
 from tests.integration import processes
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, require_env
 from tests.operators.cluster import name_of
@@ -140,13 +141,10 @@ def mpsd_stops() -> list[str]:
     return [line for line in json.loads(found.stdout).get("data", {}).get("mpsd-stopped", "").splitlines() if line]
 
 
-def leftovers(wait_seconds: float = 60) -> dict[str, list[str]]:
+def leftovers(wait_seconds: float = 60, clock: Clock | None = None) -> dict[str, list[str]]:
     """Objects of this project's kinds and namespaces still in the API server, once the garbage
-    collector has had `wait_seconds` to remove what the operators owned."""
-    deadline = time.monotonic() + wait_seconds
-    while (found := _leftovers()) and time.monotonic() < deadline:
-        time.sleep(2)
-    return found
+    collector has had `wait_seconds` to remove what the operators owned (looking every 2 s)."""
+    return poll(_leftovers, lambda found: not found, Deadline.after(wait_seconds, clock), repeat(2.0))
 
 
 def _leftovers() -> dict[str, list[str]]:

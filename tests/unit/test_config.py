@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import json
-from typing import Any
+from pathlib import Path
+from typing import Any, get_args
 
 import pulumi
 import pytest
 
+from components.config import vocabulary
 from components.config.load import ConfigError, parse_config, unread_keys
 from components.gpu_cluster.gpu_fractioning import configuration_warnings, memory_quantity
 from components.gpu_cluster.node_agents import RUNTIME_SOCKETS, mpsd_memory_limit_mib
@@ -138,6 +141,31 @@ def test_microk8s_gives_the_cri_socket_its_own_directory_and_the_snap_nri_socket
 @pytest.mark.parametrize("runtime", ["k3s", "rke2"])
 def test_k3s_and_rke2_use_their_embedded_containerd_socket(runtime: str) -> None:
     assert RUNTIME_SOCKETS[runtime] == {"criSocketPath": "/run/k3s/containerd/containerd.sock"}  # type: ignore[index]
+
+
+def test_the_node_runtimes_type_checkers_see_are_those_the_socket_table_knows() -> None:
+    """The Literal written out for type checkers, in order (the config schema lists them so), is the
+    table's keys: a runtime added to one and not the other fails here."""
+    tree = ast.parse(Path(vocabulary.__file__).read_text())
+    (written,) = (
+        [element.value for element in node.value.slice.elts]  # type: ignore[attr-defined]
+        for branch in tree.body
+        if isinstance(branch, ast.If) and ast.unparse(branch.test) == "TYPE_CHECKING"
+        for node in branch.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "NodeRuntime"
+    )
+    assert written == list(RUNTIME_SOCKETS) == list(get_args(vocabulary.NodeRuntime))
+
+
+@pytest.mark.parametrize("runtime", list(RUNTIME_SOCKETS))
+def test_every_runtime_the_socket_table_knows_is_accepted(runtime: str) -> None:
+    config = parse_config({"registry": GOOD_REGISTRY, "gpuFractioning": json.dumps({"nodeRuntime": runtime})})
+    assert RUNTIME_SOCKETS[config.gpu_fractioning.node_runtime] is RUNTIME_SOCKETS[runtime]  # type: ignore[index]
+
+
+def test_a_runtime_the_socket_table_does_not_know_is_refused_at_validation() -> None:
+    (line,) = error_lines({"registry": GOOD_REGISTRY, "gpuFractioning": '{"nodeRuntime": "cri-o"}'})
+    assert "gpuFractioning.nodeRuntime" in line
 
 
 def test_gpu_operator_v26_7_0_is_allowed_only_with_a_warning_about_the_weaker_memory_cap() -> None:

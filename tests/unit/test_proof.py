@@ -44,7 +44,6 @@ from components.checks.smoke_decisions import (
     decide_namespaces,
     decide_sm_share,
     expected_memory_cap_mib,
-    parse_annotation_grep,
     parse_device_query,
     parse_env,
     parse_memory_total,
@@ -52,6 +51,7 @@ from components.checks.smoke_decisions import (
     sm_count_for_product,
 )
 from components.checks.smoke_proof import DEVICE_QUERY_POD, SmokeSpec, device_query_pod_manifest, prove_smoke
+from tests.proof_evidence import parse_annotation_grep
 
 PROOF = Path(__file__).resolve().parents[1] / "fixtures" / "proof"
 LAB = PROOF / "lab"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.checks.proof import Clock, poll_delays
 from components.checks.step_gates import CHECKS, GateSpec, GateTimedOut, gate_specs, wait_for_gate
+from components.checks.waiting import Clock, poll_delays
 from components.config.load import parse_config
 from components.gpu_cluster import kai_api
 from tests.operators.cluster import name_of
