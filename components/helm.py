@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.model import ChartSource
-from components.gpu_cluster.fraction_rules import SYSTEM_NAMESPACE_LABELS
+from components.config.vocabulary import SYSTEM_NAMESPACE_LABELS
 
 RELEASE_TIMEOUT_SECONDS = 600
 

@@ -18,6 +18,14 @@ from typing import TYPE_CHECKING, Literal
 # pods by default; the lab creates a stand-in of the same name (kind has no nvidia runtime).
 RUNTIME_CLASS = "nvidia"
 
+# ---------------------------------------------------------------- this program
+
+# Set on every namespace the program creates for a system daemon; the fractional-pod admission
+# policy's binding skips exactly these namespaces, never a namespace by its name alone
+# (components/gpu_cluster/fraction_admission.py).
+SYSTEM_NAMESPACE_LABEL = "kai-gpu-fractions/system-namespace"
+SYSTEM_NAMESPACE_LABELS = {SYSTEM_NAMESPACE_LABEL: "true"}
+
 # ---------------------------------------------------------------- KAI-Scheduler
 
 # The leaf Queue KAI's chart creates on install, under `default-parent-queue`; the lab creates one of

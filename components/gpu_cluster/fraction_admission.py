@@ -15,6 +15,7 @@ from typing import Any, Literal
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.config.vocabulary import SYSTEM_NAMESPACE_LABEL, SYSTEM_NAMESPACE_LABELS
 from components.gpu_cluster.fraction_rules import (
     CONTAINER_MEMORY_MARKER,
     FRACTION_ANNOTATION,
@@ -25,8 +26,6 @@ from components.gpu_cluster.fraction_rules import (
     NUM_DEVICES_ANNOTATION,
     POLICY_NAME,
     POSITIVE_INTEGER_PATTERN,
-    SYSTEM_NAMESPACE_LABEL,
-    SYSTEM_NAMESPACE_LABELS,
     VALIDATION_ACTIONS,
     WHOLE_GPU_RESOURCE,
 )

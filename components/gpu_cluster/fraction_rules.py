@@ -1,6 +1,6 @@
 """What the program knows of fractional pods: the annotations that make KAI and gpu-fractioning
-treat a pod as one, the values they accept, where mpsd keeps its pipes, and the label that marks
-the namespaces of the system daemons that must run privileged.
+treat a pod as one, the values they accept, where mpsd keeps its pipes, and the admission policy's
+name and modes (the label of system namespaces is in components/config/vocabulary.py).
 
 The pack (policy/gpu_policies/kube.py) states the same facts in its own package;
 tests/unit/test_fraction_admission.py holds the two to each other.
@@ -29,10 +29,6 @@ WHOLE_GPU_RESOURCE = "nvidia.com/gpu"
 # every distribution a GPU node runs.
 MPS_PIPE_DIRECTORIES = ("/run/nvidia-mps", "/var/run/nvidia-mps")
 
-# Set by the program on every namespace it creates for a system daemon; the admission policy's
-# binding skips exactly these namespaces, never a namespace by its name alone.
-SYSTEM_NAMESPACE_LABEL = "kai-gpu-fractions/system-namespace"
-SYSTEM_NAMESPACE_LABELS = {SYSTEM_NAMESPACE_LABEL: "true"}
 
 # The policy and its binding, one of each in a cluster.
 POLICY_NAME = "kai-gpu-fractions-fractional-pods"

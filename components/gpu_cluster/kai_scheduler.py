@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 from components import helm
 from components.checks.teardown import KeptObjectsDeleted
 from components.config.model import ChartSource, KaiConfig
-from components.gpu_cluster.fraction_rules import SYSTEM_NAMESPACE_LABELS
+from components.config.vocabulary import SYSTEM_NAMESPACE_LABELS
 from components.gpu_cluster.kai_api import (
     CHART_KEPT_QUEUES,
     QUEUE_API_VERSION,

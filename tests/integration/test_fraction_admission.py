@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from components.config.model import GPU_PROFILES, SmokeTestConfig
-from components.gpu_cluster.fraction_rules import POLICY_NAME, SYSTEM_NAMESPACE_LABEL
+from components.config.vocabulary import SYSTEM_NAMESPACE_LABEL
+from components.gpu_cluster.fraction_rules import POLICY_NAME
 from components.gpu_cluster.smoke_pods import SMOKE_POD_NAMES, smoke_pod_manifest
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
 from tests.guide_rules import GuideCase, cases

@@ -15,6 +15,7 @@ import pytest
 
 from components.checks import gate_decisions as decide
 from components.checks.step_gates import CHECKS, GateSpec, admission_probe
+from components.config import vocabulary
 from components.config.load import ConfigError, parse_config
 from components.gpu_cluster import fraction_rules
 from components.gpu_cluster.fraction_admission import MATCHED_RESOURCES, admission_binding, admission_policy
@@ -47,7 +48,7 @@ def test_the_admission_profile_installs_the_policy_and_nothing_else(run_program:
     kinds = {r.type for r in engine.registrations if r.type.startswith("kubernetes:")}
     assert kinds == {POLICY, BINDING, NAMESPACE_PATCH}
     patch = engine.one(NAMESPACE_PATCH, "fraction-admission-exempt-gpu-operator")
-    assert patch.inputs["metadata"] == {"name": "gpu-operator", "labels": fraction_rules.SYSTEM_NAMESPACE_LABELS}
+    assert patch.inputs["metadata"] == {"name": "gpu-operator", "labels": vocabulary.SYSTEM_NAMESPACE_LABELS}
     assert engine.waits_for(engine.one(BINDING, "fraction-admission-binding"), patch), (
         "the existing system namespaces are exempt before the policy is in force"
     )
@@ -78,7 +79,7 @@ def test_the_binding_skips_only_labelled_namespaces_never_one_by_name() -> None:
     selector = admission_binding("deny")["spec"]["matchResources"]
     assert set(selector) == {"namespaceSelector"}
     assert selector["namespaceSelector"] == {
-        "matchExpressions": [{"key": fraction_rules.SYSTEM_NAMESPACE_LABEL, "operator": "NotIn", "values": ["true"]}]
+        "matchExpressions": [{"key": vocabulary.SYSTEM_NAMESPACE_LABEL, "operator": "NotIn", "values": ["true"]}]
     }
 
 
@@ -107,7 +108,7 @@ def test_namespaces_the_stack_creates_carry_the_system_label(run_program: Progra
     engine, _ = run_program(LAB)
     namespaces = [n for n in engine.created("kubernetes:core/v1:Namespace")]
     assert namespaces and all(
-        n.inputs["metadata"]["labels"][fraction_rules.SYSTEM_NAMESPACE_LABEL] == "true" for n in namespaces
+        n.inputs["metadata"]["labels"][vocabulary.SYSTEM_NAMESPACE_LABEL] == "true" for n in namespaces
     )
 
 
