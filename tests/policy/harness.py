@@ -59,7 +59,10 @@ def _run(policy: Policy, args: ResourceValidationArgs | StackValidationArgs) -> 
 def run_resource(
     policy: Policy, resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any] | None = None
 ) -> Outcome:
-    """Validates one resource's inputs, wrapped in the proxy the engine puts around them."""
+    """Validates one resource's inputs, wrapped in the proxy the engine puts around them; a stack policy
+    sees a stack of that one resource."""
+    if isinstance(policy, StackValidationPolicy):
+        return run_stack(policy, [Resource(resource_type, "under-test", dict(props))], config)
     assert isinstance(policy, ResourceValidationPolicy), f"{policy.name} is not a resource policy"
     args = ResourceValidationArgs(
         resource_type,
@@ -73,11 +76,30 @@ def run_resource(
     return _run(policy, args)
 
 
-def run_stack(policy: Policy, resources: Sequence[Resource], config: Mapping[str, Any] | None = None) -> Outcome:
-    """Validates a stack whose outputs echo the golden inputs, each wrapped like the engine does."""
-    assert isinstance(policy, StackValidationPolicy), f"{policy.name} is not a stack policy"
-    policy_resources = [
-        PolicyResource(
+# The resource whose outputs feed `values` of a Release named in `fed`.
+_SOURCE = PolicyResource(
+    "kubernetes:core/v1:ConfigMap",
+    {},
+    urn_of("kubernetes:core/v1:ConfigMap", "source"),
+    "source",
+    _options(),
+    None,
+    None,
+    [],
+    {},
+)
+
+
+def policy_resources(
+    resources: Sequence[Resource],
+    parents: Mapping[str, str] | None = None,
+    fed: Sequence[str] = (),
+) -> list[PolicyResource]:
+    """Stack resources as the engine hands them, each wrapped in the proxy; `parents` maps a child's name
+    to its parent's (a v4 Chart's rendered objects), and `fed` names resources whose `values` come from
+    another resource's outputs."""
+    built = {
+        resource.name: PolicyResource(
             resource.type,
             unknown_checking_proxy(resource.props),
             urn_of(resource.type, resource.name),
@@ -86,11 +108,25 @@ def run_stack(policy: Policy, resources: Sequence[Resource], config: Mapping[str
             None,
             None,
             [],
-            {},
+            {"values": [_SOURCE]} if resource.name in fed else {},
         )
         for resource in resources
-    ]
-    return _run(policy, StackValidationArgs(policy_resources, config))
+    }
+    for child, parent in (parents or {}).items():
+        built[child].parent = built[parent]
+    return list(built.values())
+
+
+def run_stack(
+    policy: Policy,
+    resources: Sequence[Resource],
+    config: Mapping[str, Any] | None = None,
+    parents: Mapping[str, str] | None = None,
+    fed: Sequence[str] = (),
+) -> Outcome:
+    """Validates a stack whose outputs echo the golden inputs, each wrapped like the engine does."""
+    assert isinstance(policy, StackValidationPolicy), f"{policy.name} is not a stack policy"
+    return _run(policy, StackValidationArgs(policy_resources(resources, parents, fed), config))
 
 
 def pack_violations(resources: Sequence[Resource]) -> dict[str, list[str]]:
