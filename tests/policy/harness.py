@@ -57,18 +57,22 @@ def _run(policy: Policy, args: ResourceValidationArgs | StackValidationArgs) -> 
 
 
 def run_resource(
-    policy: Policy, resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any] | None = None
+    policy: Policy,
+    resource_type: str,
+    props: Mapping[str, Any],
+    config: Mapping[str, Any] | None = None,
+    name: str = "under-test",
 ) -> Outcome:
     """Validates one resource's inputs, wrapped in the proxy the engine puts around them; a stack policy
     sees a stack of that one resource."""
     if isinstance(policy, StackValidationPolicy):
-        return run_stack(policy, [Resource(resource_type, "under-test", dict(props))], config)
+        return run_stack(policy, [Resource(resource_type, name, dict(props))], config)
     assert isinstance(policy, ResourceValidationPolicy), f"{policy.name} is not a resource policy"
     args = ResourceValidationArgs(
         resource_type,
         unknown_checking_proxy(dict(props)),
-        urn_of(resource_type, "under-test"),
-        "under-test",
+        urn_of(resource_type, name),
+        name,
         _options(),
         None,
         config,
