@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationPolicy
@@ -11,6 +12,7 @@ from .facts import FIPS_OFF
 from .fork_images import Builds, DeployedImage, ForkInstall, builds, fork_installs, stack_runs_forks
 from .kai_fork_require_explicit_image_tags import NOT_APPLICABLE
 from .props import NotApplicable, Unknown, Violation, quoted, stack_validation
+from .releases import Component
 
 
 def _compared(images: list[DeployedImage]) -> list[DeployedImage]:
@@ -23,17 +25,26 @@ def _shown(image: DeployedImage) -> str:
     return f"{shown}, deployed as {image.deployed_tag!r}" if image.deployed_tag != image.pinned_tag else shown
 
 
+def _reference(images: list[DeployedImage], value: Callable[[DeployedImage], Any]) -> DeployedImage:
+    """The image the others are compared with: the first (KAI first, then in stack order) of those that
+    share the most common value, so one wrong image is the one reported, whatever order the engine
+    hands the resources in."""
+    counts = Counter(value(image) for image in images)
+    most = max(counts.values())
+    return next(image for image in images if counts[value(image)] == most)
+
+
 def _pairing_violations(tagged: list[DeployedImage]) -> list[Violation]:
     if not tagged:
         return []
-    reference = tagged[0]
+    reference = _reference(tagged, lambda image: image.deployed_tag)
     return [
         Violation(
             f"{image.describe_tag()} is {_shown(image)} but {reference.describe_tag()} is {_shown(reference)}; "
             "deploy both forks with one tag, because they only work as a matched pair.",
             image.urn,
         )
-        for image in tagged[1:]
+        for image in tagged
         if image.deployed_tag != reference.deployed_tag
     ]
 
@@ -83,14 +94,17 @@ def _registry_violations(images: list[DeployedImage], built: Builds) -> list[Vio
         if image.base is None
     ]
     placed = [image for image in images if isinstance(image.base, str)]
+    if not placed:
+        return violations
+    reference = _reference(placed, lambda image: image.base)
     violations.extend(
         Violation(
-            f"{image.describe_repository()} is under {image.base!r} but {placed[0].describe_repository()} "
-            f"is under {placed[0].base!r}; push and deploy both forks under one registry base.",
+            f"{image.describe_repository()} is under {image.base!r} but {reference.describe_repository()} "
+            f"is under {reference.base!r}; push and deploy both forks under one registry base.",
             image.urn,
         )
-        for image in placed[1:]
-        if image.base != placed[0].base
+        for image in placed
+        if image.base != reference.base
     )
     if built.bases:
         violations.extend(
@@ -101,7 +115,7 @@ def _registry_violations(images: list[DeployedImage], built: Builds) -> list[Vio
             )
             # An image under another base than the rest is reported above already.
             for image in placed
-            if image.base == placed[0].base and image.base not in built.bases
+            if image.base == reference.base and image.base not in built.bases
         )
     return violations
 
@@ -114,7 +128,9 @@ def check_paired_image_tags(resources: Sequence[PolicyResource], _config: Mappin
     installs = fork_installs(resources)
     if stack_runs_forks(installs) is not True:
         raise NotApplicable(NOT_APPLICABLE)
-    images = [image for install in installs for image in install.images]
+    # KAI first, then in stack order: the engine hands the resources in no particular order.
+    ordered = sorted(installs, key=lambda install: (install.component is not Component.KAI_SCHEDULER, install.urn))
+    images = [image for install in ordered for image in install.images]
     tagged = _compared(images)
     built = builds(resources, {image.base for image in images if isinstance(image.base, str) and image.base})
     return [
