@@ -214,11 +214,14 @@ class Exemptions:
                 names.add(name)
         return cls(frozenset(names), unknown, frozenset(maybe))
 
+    def is_empty(self) -> bool:
+        return not (self.names or self.maybe or self.unknown)
+
     def exempts(self, namespace: str | Unknown) -> bool | Unknown:
         if isinstance(namespace, str) and namespace in self.names:
             return True
         if isinstance(namespace, Unknown):
-            return UNKNOWN if self.names or self.maybe or self.unknown else False
+            return False if self.is_empty() else UNKNOWN
         return UNKNOWN if namespace in self.maybe or self.unknown else False
 
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs
 
+from .facts import DEFAULT_NAMESPACE
 from .kube import Exemptions, PodView, pod_view
-from .props import Unknown, Violation
+from .props import UNKNOWN, Unknown, Violation, peek
 
 
 @dataclass
@@ -36,6 +37,23 @@ class Findings:
             self.cannot_check(what)
             return False
         return True
+
+
+def namespace_of(resource: PolicyResource, pod: PodView) -> str | Unknown:
+    """The pod's namespace, or UNKNOWN where it may be one not known yet. During preview the kubernetes
+    provider puts its own default namespace in place of an unknown one, so a namespace that reads as
+    the provider's default, of an object not created yet (no metadata.uid) whose metadata comes from a
+    system Namespace of this stack (as `namespace=system.id` does), may still be that namespace."""
+    namespace = pod.namespace
+    if not isinstance(namespace, str):
+        return namespace
+    provider = resource.provider.props if resource.provider is not None else {}
+    if namespace != (peek(provider, "namespace") or DEFAULT_NAMESPACE) or peek(resource.props, "metadata", "uid"):
+        return namespace
+    sources = resource.property_dependencies.get("metadata") or []
+    if any(not Exemptions.of([source]).is_empty() for source in sources):
+        return UNKNOWN
+    return namespace
 
 
 PodRule = Callable[[PodView, Mapping[str, Any], Findings], None]
@@ -71,7 +89,7 @@ class PodSweep:
                 if not fractional:
                     continue
             self.rule(pod, config, found)
-            exempt = exemptions.exempts(pod.namespace) if self.exemptable else False
+            exempt = exemptions.exempts(namespace_of(resource, pod)) if self.exemptable else False
             if exempt is True:
                 continue
             if isinstance(exempt, Unknown) and found.violations:

@@ -1,12 +1,13 @@
 """The pack's view of a shared-table case: the stack a case registers, as the engine hands it to the pack.
 
 What the engine does to the inputs is what the engine tier (tests/integration/test_guide_rules.py)
-observes: the kubernetes provider's Check fills a namespaced object's metadata.namespace from the
-provider's default namespace (or `default`); during preview an unknown value of a Kubernetes object
-is the SDK's unknown sentinel, while a Release loses every unknown value from its checked inputs and
-keeps `version` as given (with every input known, Check sets it to the loaded chart's version); a
-stack policy sees outputs, where a Release's `status` is unknown until the update ran. A v4 Chart's
-own inputs reach the pack as {}; what it renders are its children.
+observes. The kubernetes provider's Check fills a namespaced object's metadata.namespace from the
+provider's default namespace (or `default`), also in place of a namespace unknown during preview.
+Any other unknown value of a Kubernetes object reaches the pack as the SDK's unknown sentinel, while
+a Release loses every unknown value from its checked inputs and keeps `version` as given (with
+every input known, Check sets it to the loaded chart's version). A stack policy sees outputs, where
+a Release's `status` is unknown until the update ran, and the dependencies of each property. A v4
+Chart's own inputs reach the pack as {}; what it renders are its children.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ Phase = Literal["preview", "up"]
 NAMESPACE = "kubernetes:core/v1:Namespace"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 HELM_CHART = "kubernetes:helm.sh/v4:Chart"
+STACK_WIDE = {HELM_RELEASE, HELM_CHART}
 CLUSTER_SCOPED = {NAMESPACE, "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"}
 
 
@@ -52,14 +54,34 @@ class StackResource:
     inputs: dict[str, Any]
     outputs: dict[str, Any]
     parent: str | None = None
-    # Fed from another resource's outputs: the engine records a property dependency of `values`.
-    fed: bool = False
+    # The properties fed from another resource's outputs, with that resource's name (None: not in the
+    # stack): the engine records each property's dependencies.
+    depends: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
 class CaseStack:
     resources: list[StackResource]
     target: str
+
+
+def engine_stacks(cases: list[GuideCase]) -> list[tuple[str, list[GuideCase]]]:
+    """How the engine tier groups cases into as few stacks as their verdicts allow: pods and workloads
+    alone judge each resource by itself, so they share one stack; a case whose verdict depends on what
+    else the stack holds (releases, charts, builds) shares only a stack its table names, or has its own."""
+    groups: dict[str, list[GuideCase]] = {"pods": []}
+    alone: list[tuple[str, list[GuideCase]]] = []
+    for case in cases:
+        pulumi = case.pulumi
+        if pulumi is not None and pulumi.stack:
+            groups.setdefault(pulumi.stack, []).append(case)
+        elif (pulumi is not None and pulumi.isolated) or any(
+            r.type in STACK_WIDE or r.type.startswith("command:") for r in resources_of(case)
+        ):
+            alone.append((case.case, [case]))
+        else:
+            groups["pods"].append(case)
+    return [(name, members) for name, members in groups.items() if members] + alone
 
 
 def resources_of(case: GuideCase) -> list[PulumiResource]:
@@ -108,22 +130,31 @@ def _release(resource: PulumiResource, phase: Phase, namespace: str) -> tuple[di
     return inputs, {**copy.deepcopy(inputs), "status": status}
 
 
-def _object(resource: PulumiResource, phase: Phase, namespace: str) -> dict[str, Any]:
+def _object(resource: PulumiResource, phase: Phase, namespace: str, provider_namespace: str) -> dict[str, Any]:
     props = copy.deepcopy(dict(resource.props))
     if resource.type.startswith("kubernetes:") and resource.type not in CLUSTER_SCOPED:
         props.setdefault("metadata", {}).setdefault("namespace", namespace)
     for path in resource.unknown if phase == "preview" else ():
-        _set(props, path, UNKNOWN_STRING_VALUE)
+        # A provider with a default namespace puts it in place of an unknown one.
+        unknown = provider_namespace if path == ("metadata", "namespace") else UNKNOWN_STRING_VALUE
+        _set(props, path, unknown)
     return props
+
+
+def unknown_source(case: GuideCase, path: tuple[str, ...]) -> str | None:
+    """The resource an unknown value comes from: a namespace the case declares gives its own name (as
+    `namespace=ns.id`), anything else comes from a resource of no interest to the pack."""
+    if path == ("metadata", "namespace") and case.namespace is not None:
+        return f"{case.case}-namespace"
+    return None
 
 
 def case_stack(case: GuideCase, phase: Phase = "preview") -> CaseStack:
     """The resources a case registers, named as the engine tier names them: `<case>-<name>`, a manifest
     alone as `<case>`, a chart's rendered object as `<case>-<chart>:<object>`."""
-    # The admission tier creates a case's objects in its namespace; the pack tier's provider does too.
-    namespace = (case.namespace.name if case.namespace else None) or (
-        (case.pulumi.provider_namespace if case.pulumi else None) or "default"
-    )
+    provider_namespace = (case.pulumi.provider_namespace if case.pulumi else None) or "default"
+    # The admission tier creates a case's objects in its namespace; so does the pack's engine tier.
+    namespace = case.namespace.name if case.namespace else provider_namespace
     found: list[StackResource] = []
     if case.namespace is not None:
         metadata = {"name": case.namespace.name, "labels": dict(case.namespace.labels)}
@@ -133,13 +164,15 @@ def case_stack(case: GuideCase, phase: Phase = "preview") -> CaseStack:
         name = resource_name(case, resource)
         if resource.type == HELM_RELEASE:
             inputs, outputs = _release(resource, phase, namespace)
-            found.append(StackResource(resource.type, name, inputs, outputs, fed=bool(resource.unknown)))
+            depends: tuple[tuple[str, str | None], ...] = (("values", None),) if resource.unknown else ()
+            found.append(StackResource(resource.type, name, inputs, outputs, depends=depends))
         elif resource.type == HELM_CHART:
             found.append(StackResource(resource.type, name, {}, {}))
             for child in resource.children:
-                props = _object(child, phase, namespace)
+                props = _object(child, phase, namespace, provider_namespace)
                 found.append(StackResource(child.type, f"{name}:{child.name}", props, props, parent=name))
         else:
-            props = _object(resource, phase, namespace)
-            found.append(StackResource(resource.type, name, props, props))
+            props = _object(resource, phase, namespace, provider_namespace)
+            depends = tuple(sorted({(path[0], unknown_source(case, path)) for path in resource.unknown}, key=str))
+            found.append(StackResource(resource.type, name, props, props, depends=depends))
     return CaseStack(found, target_name(case))

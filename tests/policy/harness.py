@@ -80,7 +80,7 @@ def run_resource(
     return _run(policy, args)
 
 
-# The resource whose outputs feed `values` of a Release named in `fed`.
+# The resource whose outputs feed the properties `fed` names.
 _SOURCE = PolicyResource(
     "kubernetes:core/v1:ConfigMap",
     {},
@@ -97,11 +97,11 @@ _SOURCE = PolicyResource(
 def policy_resources(
     resources: Sequence[Resource],
     parents: Mapping[str, str] | None = None,
-    fed: Sequence[str] = (),
+    fed: Mapping[str, Mapping[str, str | None]] | None = None,
 ) -> list[PolicyResource]:
     """Stack resources as the engine hands them, each wrapped in the proxy; `parents` maps a child's name
-    to its parent's (a v4 Chart's rendered objects), and `fed` names resources whose `values` come from
-    another resource's outputs."""
+    to its parent's (a v4 Chart's rendered objects), and `fed` a resource's name to its properties that
+    depend on another resource's outputs, each to that resource's name (None: a resource outside the stack)."""
     built = {
         resource.name: PolicyResource(
             resource.type,
@@ -112,12 +112,15 @@ def policy_resources(
             None,
             None,
             [],
-            {"values": [_SOURCE]} if resource.name in fed else {},
+            {},
         )
         for resource in resources
     }
     for child, parent in (parents or {}).items():
         built[child].parent = built[parent]
+    for name, props in (fed or {}).items():
+        for prop, source in props.items():
+            built[name].property_dependencies[prop] = [_SOURCE if source is None else built[source]]
     return list(built.values())
 
 
@@ -126,7 +129,7 @@ def run_stack(
     resources: Sequence[Resource],
     config: Mapping[str, Any] | None = None,
     parents: Mapping[str, str] | None = None,
-    fed: Sequence[str] = (),
+    fed: Mapping[str, Mapping[str, str | None]] | None = None,
 ) -> Outcome:
     """Validates a stack whose outputs echo the golden inputs, each wrapped like the engine does."""
     assert isinstance(policy, StackValidationPolicy), f"{policy.name} is not a stack policy"
