@@ -79,6 +79,8 @@ class PulumiCase:
     up_expect: Literal["deny", "allow"] | None
     up_token: str | None
     isolated: bool
+    # The engine tier previews the cases of one named stack together (None: pods together, others alone).
+    stack: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ def _pulumi(raw: Mapping[str, Any] | None, manifest: dict[str, Any] | None) -> P
         up_expect=up.get("expect"),
         up_token=up.get("token"),
         isolated=bool(raw.get("isolated")),
+        stack=raw.get("stack"),
     )
 
 

@@ -12,7 +12,7 @@ from pulumi_policy import StackValidationPolicy
 
 from tests.guide_rules import GuideCase, cases
 from tests.policy.golden import Resource
-from tests.policy.guide_stack import Phase, case_stack
+from tests.policy.guide_stack import Phase, StackResource, case_stack, engine_stacks
 from tests.policy.harness import run_resource, run_stack
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,29 +43,67 @@ def program_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 
 def pack_verdicts(case: GuideCase, phase: Phase) -> list[Found]:
     """Every violation the pack reports for the case's stack, with the resource it names."""
-    stack = case_stack(case, phase)
+    return verdicts_of(case_stack(case, phase).resources)
+
+
+def verdicts_of(stack: list[StackResource]) -> list[Found]:
+    outputs = [Resource(r.type, r.name, r.outputs) for r in stack]
+    parents = {r.name: r.parent for r in stack if r.parent}
+    fed = {r.name: dict(r.depends) for r in stack if r.depends}
     found: list[Found] = []
     for policy in POLICIES:
         if isinstance(policy, StackValidationPolicy):
-            resources = [Resource(r.type, r.name, r.outputs) for r in stack.resources]
-            parents = {r.name: r.parent for r in stack.resources if r.parent}
-            fed = [r.name for r in stack.resources if r.fed]
-            outcome = run_stack(policy, resources, parents=parents, fed=fed)
+            outcome = run_stack(policy, outputs, parents=parents, fed=fed)
             found.extend(
                 Found(policy.name, (urn or "").rsplit("::", 1)[-1], message)
                 for message, urn in zip(outcome.violations, outcome.urns, strict=True)
             )
         else:
-            for r in stack.resources:
+            for r in stack:
                 outcome = run_resource(policy, r.type, r.inputs, name=r.name)
                 found.extend(Found(policy.name, r.name, message) for message in outcome.violations)
     return found
+
+
+def has_unknowns(case: GuideCase) -> bool:
+    pulumi = case.pulumi
+    return pulumi is not None and bool(pulumi.manifest_unknown or any(r.unknown for r in pulumi.resources))
 
 
 def expected(case: GuideCase, phase: Phase) -> tuple[str, str | None]:
     if phase == "up" and case.pulumi is not None and case.pulumi.up_expect is not None:
         return case.pulumi.up_expect, case.pulumi.up_token
     return case.expect, case.token
+
+
+BATCHES = [
+    (name, members, phase)
+    for phase, among in (("preview", PACK_CASES), ("up", [c for c in PACK_CASES if has_unknowns(c)]))
+    for name, members in engine_stacks(among)
+    if len(members) > 1
+]
+
+
+@pytest.mark.usefixtures("program_directory")
+@pytest.mark.parametrize(("name", "members", "phase"), BATCHES, ids=[f"{phase}-{name}" for name, _, phase in BATCHES])
+def test_cases_the_engine_tier_runs_together_are_judged_as_alone(
+    name: str, members: list[GuideCase], phase: Phase
+) -> None:
+    """The engine tier batches cases into few previews. Batched, an allow case still gets no violation
+    and a deny case is still refused on its resource with its token (its other messages may change:
+    a wrong value is compared with more neighbours)."""
+    verdicts = verdicts_of([r for case in members for r in case_stack(case, phase).resources])
+    for case in members:
+        names = {r.name for r in case_stack(case, phase).resources}
+        batched = [v for v in verdicts if v.resource in names]
+        expect, token = expected(case, phase)
+        if expect == "allow":
+            assert batched == [], f"{case.case} is refused in the {name} stack: {batched}"
+        else:
+            target, token = case_stack(case, phase).target, token or ""
+            assert any(v.resource == target and token in v.message for v in batched), (
+                f"{case.case} is no longer refused with {token!r} in the {name} stack"
+            )
 
 
 def assert_verdict(case: GuideCase, phase: Phase) -> None:
@@ -79,11 +117,6 @@ def assert_verdict(case: GuideCase, phase: Phase) -> None:
         assert any(v.resource == target and token in v.message for v in verdicts), (
             f"{case.case} at {phase}: no violation on {target} containing {token!r}, only {verdicts}"
         )
-
-
-def has_unknowns(case: GuideCase) -> bool:
-    pulumi = case.pulumi
-    return pulumi is not None and bool(pulumi.manifest_unknown or any(r.unknown for r in pulumi.resources))
 
 
 @pytest.mark.usefixtures("program_directory")
