@@ -67,7 +67,7 @@ policy = StackValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.CRITICAL,
     remediation_steps=(
-        "Remove hostPath volumes of /run/nvidia-mps or /var/run/nvidia-mps, of anything inside them, and of "
+        f"Remove hostPath volumes of {' or '.join(MPS_PIPE_DIRECTORIES)}, of anything inside them, and of "
         "their parents (/, /run, /var, /var/run) from every pod or pod template with a fraction annotation, "
         "and write every hostPath path canonically (no '//', '.' or '..' segments, no trailing '/'); "
         "gpu-fractioning mounts each pod's own MPS pipe itself."

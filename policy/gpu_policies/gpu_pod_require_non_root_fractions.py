@@ -7,6 +7,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
+from .facts import SYSTEM_NAMESPACE_LABEL, SYSTEM_NAMESPACE_VALUE
 from .kube import Container, PodView
 from .pods import Findings, PodSweep
 from .props import Unknown, peek, quoted
@@ -102,6 +103,6 @@ policy = StackValidationPolicy(
         "container and ephemeral container set securityContext.allowPrivilegeEscalation: false, no "
         "privileged: true, no capabilities.add and no runAsNonRoot: false or runAsUser: 0 of its own; leave "
         "spec.hostIPC and spec.hostPID unset. System daemons that must run as root belong in a Namespace of "
-        'this stack labelled kai-gpu-fractions/system-namespace: "true".'
+        f'this stack labelled {SYSTEM_NAMESPACE_LABEL}: "{SYSTEM_NAMESPACE_VALUE}".'
     ),
 )

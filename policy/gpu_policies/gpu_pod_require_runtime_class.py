@@ -7,7 +7,13 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationPolicy
 
-from .facts import DEFAULT_RUNTIME_CLASS, GPU_RESOURCE_PATTERN, KAI_CONFIG
+from .facts import (
+    DEFAULT_RUNTIME_CLASS,
+    GPU_RESOURCE_PATTERN,
+    KAI_CONFIG,
+    SYSTEM_NAMESPACE_LABEL,
+    SYSTEM_NAMESPACE_VALUE,
+)
 from .kube import PodView
 from .pods import Findings, PodSweep
 from .props import Knob, Unknown, Violation, config_schema, described, peek
@@ -120,6 +126,6 @@ policy = StackValidationPolicy(
         "nvidia on the KAI release (not binder.resourceReservation.runtimeClassName, which the chart ignores), "
         "and with a Chart resource render kai-config inline (kaiConfig.render: true, kaiConfigDeployer.enabled: "
         "false). Pods of system daemons belong in a Namespace of this stack labelled "
-        'kai-gpu-fractions/system-namespace: "true".'
+        f'{SYSTEM_NAMESPACE_LABEL}: "{SYSTEM_NAMESPACE_VALUE}".'
     ),
 )

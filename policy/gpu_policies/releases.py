@@ -42,9 +42,9 @@ CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 
 
 class Component(Enum):
-    KAI_SCHEDULER = "kai-scheduler"
-    GPU_FRACTIONING = "gpu-fractioning"
-    GPU_OPERATOR = "gpu-operator"
+    KAI_SCHEDULER = KAI_CHART
+    GPU_FRACTIONING = GPU_FRACTIONING_CHART
+    GPU_OPERATOR = GPU_OPERATOR_CHART
 
 
 CHART_COMPONENTS = {
