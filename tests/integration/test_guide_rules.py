@@ -80,7 +80,7 @@ def spec_resource(case: GuideCase, resource: PulumiResource, up: bool, index: in
     if case.namespace is not None and "metadata" in props and resource.type.startswith(POD_TYPES):
         props["metadata"].setdefault("namespace", case.namespace.name)
     if up and resource.type == "kubernetes:helm.sh/v3:Release":
-        # Releases of concurrent stacks share the control plane: give each a name of its own.
+        # Every release of the tier shares the control plane: give each a name of its own.
         props["name"] = f"g{index}-{props['name']}"[:53]
     return {
         "type": resource.type,
@@ -99,7 +99,7 @@ def stack_of(name: str, members: list[GuideCase], up: bool = False, index: int =
         if case.namespace is not None:
             namespaces[case.namespace.name] = dict(case.namespace.labels)
         for resource in resources_of(case):
-            stack.resources.append(spec_resource(case, resource, up, index))
+            stack.resources.append(spec_resource(case, resource, up, index * 100 + len(stack.resources)))
     for namespace, labels in namespaces.items():
         props = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}}
         provider = "render" if up else "offline"
