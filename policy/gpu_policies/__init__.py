@@ -6,6 +6,7 @@ from pulumi_policy import Policy
 
 from . import (
     gpu_operator_require_minimum_versions,
+    gpu_pod_disallow_mps_host_path,
     gpu_pod_require_non_root_fractions,
     gpu_pod_require_runtime_class,
     gpu_pod_require_valid_fractions,
@@ -22,6 +23,7 @@ POLICY_MODULES = (
     kai_release_require_valid_sharing_mode,
     gpu_pod_require_runtime_class,
     gpu_pod_require_non_root_fractions,
+    gpu_pod_disallow_mps_host_path,
     gpu_pod_require_valid_fractions,
     gpu_operator_require_minimum_versions,
 )

@@ -1,89 +1,333 @@
-"""Which images a stack deploys and builds for the two forks: the shared discovery of the fork tag policies.
+"""Which fork images a stack deploys and builds: the shared discovery of the fork tag policies.
 
-A fork release is recognised by its chart (components in kube.py); KAI counts when it runs in
-NvFractions mode. Values unknown during preview stay UNKNOWN, so each check can skip only what
-needs them.
+A KAI or gpu-fractioning install is a v3 Release (its values, over a local chart's defaults), a v4
+Chart (the kai-config Config and the workloads it renders) or a kai-config Config the stack declares
+itself. KAI counts as the fork when it runs in NvFractions mode. Values unknown during preview stay
+UNKNOWN, so each check skips only what needs them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
-from .kube import Component, identify_release, registry_base, release_label, split_image_reference
-from .props import UNKNOWN, NotApplicable, elements, is_true, keys, peek
-
-NODE_AGENT_IMAGES = ("operator", "mpsd", "fractiond", "metricsd")
+from .facts import FIPS_OFF, FIPS_TAG_SUFFIX, IMAGE_ENV_SUFFIXES, KAI_CONFIG, NODE_AGENT_IMAGES
+from .kube import is_list, pod_view, registry_base, split_image_reference
+from .props import UNKNOWN, Unknown, elements, keys, peek
+from .releases import Component, Release, RenderedChart, chart_of, is_chart_child, releases, rendered_charts
 
 BUILD_COMMAND = "command:local:Command"
 DOCKER_BUILD_IMAGE = "docker-build:index:Image"
 DOCKER_IMAGE = "docker:index/image:Image"
 # The fork Makefiles take DOCKER_REPO_BASE plus DOCKER_TAG (KAI-Scheduler) or VERSION (gpu-fractioning).
 BUILD_TAG_VARIABLES = ("DOCKER_TAG", "VERSION")
-
-
-@dataclass(frozen=True)
-class DeployedImage:
-    """One image a fork release deploys: its tag and registry base, each str, None (unset) or UNKNOWN."""
-
-    urn: str
-    release: str
-    tag_key: str
-    tag: Any
-    repository_key: str
-    base: Any
-
-    def describe_tag(self) -> str:
-        return f"{self.tag_key} of release {self.release!r}"
-
-    def describe_repository(self) -> str:
-        return f"{self.repository_key} of release {self.release!r}"
+NVFRACTIONS = "NvFractions"
+DIGEST_PREFIX = "sha256:"
 
 
 def _text(value: Any) -> Any:
     """A known value as text, leaving None and UNKNOWN alone."""
-    return value if value is None or value is UNKNOWN else str(value)
+    return value if value is None or isinstance(value, Unknown) else str(value)
 
 
 def _base(repository: Any, depth: int) -> Any:
     """The registry base of a repository value; None when it is unset, so the chart uses its default."""
     repository = _text(repository)
-    if repository is UNKNOWN:
+    if isinstance(repository, Unknown):
         return UNKNOWN
     return registry_base(repository, depth) if repository else None
 
 
-def _peek_value(props: Mapping[str, Any], key: str) -> Any:
-    return peek(props, "values", *key.split("."))
+@dataclass(frozen=True)
+class DeployedImage:
+    """One image a fork install deploys: its tag and registry base, each str, None (unset) or UNKNOWN."""
+
+    urn: str
+    owner: str
+    tag_key: str
+    tag: Any
+    repository_key: str
+    base: Any
+    fips: bool | Unknown = False
+    # Set by the program itself, rather than a chart default or a tag the chart resolved.
+    explicit: bool = True
+
+    def describe_tag(self) -> str:
+        return f"{self.tag_key} of {self.owner}"
+
+    def describe_repository(self) -> str:
+        return f"{self.repository_key} of {self.owner}"
+
+    @property
+    def digest_only(self) -> bool:
+        return isinstance(self.tag, str) and self.tag.lstrip("@").startswith(DIGEST_PREFIX)
+
+    @property
+    def pinned_tag(self) -> Any:
+        """The tag part of `<tag>@sha256:<digest>`; None for a bare digest, which pins the image itself."""
+        if not isinstance(self.tag, str) or self.digest_only:
+            return None if self.digest_only else self.tag
+        return self.tag.split("@", 1)[0]
+
+    @property
+    def deployed_tag(self) -> Any:
+        """The tag the chart renders: with -fips appended when the release asks for FIPS images."""
+        tag = self.pinned_tag
+        if isinstance(self.fips, Unknown) and isinstance(tag, str):
+            return UNKNOWN
+        return f"{tag}{FIPS_TAG_SUFFIX}" if self.fips is True and isinstance(tag, str) and tag else tag
 
 
-def _deployed_images(resource: PolicyResource, component: Component) -> Iterator[DeployedImage]:
-    props, release = resource.props, release_label(resource.props, resource.name)
-    if component is Component.KAI_SCHEDULER:
-        # Every KAI service image is <global.registry>/<service>:<global.tag>.
-        yield DeployedImage(
-            urn=resource.urn,
-            release=release,
-            tag_key="global.tag",
-            tag=_text(_peek_value(props, "global.tag")),
-            repository_key="global.registry",
-            base=_base(_peek_value(props, "global.registry"), 1),
+@dataclass(frozen=True)
+class ForkInstall:
+    """A KAI or gpu-fractioning install and the images it deploys."""
+
+    component: Component
+    urn: str
+    owner: str
+    # KAI: whether it runs in NvFractions mode (so it is the fork); gpu-fractioning is always the fork.
+    fork_mode: bool | Unknown
+    images: tuple[DeployedImage, ...]
+    release: Release | None = None
+    fips: Any = field(default=None)
+
+
+def helm_truthy(value: Any) -> bool | Unknown:
+    """Whether a Helm template `if` takes `value` as true: any non-empty string is."""
+    if isinstance(value, Unknown):
+        return UNKNOWN
+    if isinstance(value, str):
+        return value != ""
+    return bool(value)
+
+
+def _fips(release: Release) -> tuple[Any, bool | Unknown]:
+    mode = release.value("global.fipsMode")
+    if isinstance(mode, Unknown):
+        return mode, UNKNOWN
+    return mode, mode is not None and mode != FIPS_OFF
+
+
+def _kai_fork_mode(mode: Any, subchart: Any) -> bool | Unknown:
+    # global.nvFractions.set forces NvFractions mode too (and is refused by its own policy).
+    if mode == NVFRACTIONS or helm_truthy(subchart) is True:
+        return True
+    if isinstance(mode, Unknown) or isinstance(subchart, Unknown):
+        return UNKNOWN
+    return False
+
+
+def _image_blocks(release: Release) -> Iterator[str]:
+    """Every per-service image block of KAI's chart, such as `binder.image` and
+    `binder.resourceReservationImage`: each may override the tag and the registry."""
+    for service in sorted(release.keys("")):
+        if service == "global":
+            continue
+        for block in sorted(release.keys(service)):
+            if block == "image" or block.endswith("Image"):
+                yield f"{service}.{block}"
+
+
+def _kai_release_images(release: Release, fips: bool | Unknown) -> Iterator[DeployedImage]:
+    owner = f"release {release.label!r}"
+    global_base = _base(release.value("global.registry"), 1)
+    # Every KAI service image is <registry>/<service>:<tag>, global unless the service overrides it.
+    yield DeployedImage(
+        urn=release.urn,
+        owner=owner,
+        tag_key="global.tag",
+        tag=_text(release.value("global.tag")),
+        repository_key="global.registry",
+        base=global_base,
+        fips=fips,
+        explicit=not release.is_default("global.tag"),
+    )
+    for block in _image_blocks(release):
+        tag = _text(release.value(f"{block}.tag"))
+        registry_key = next(
+            (
+                f"{block}.{key}"
+                for key in ("registry", "repository")
+                if release.value(f"{block}.{key}") not in (None, "")
+            ),
+            None,
         )
-        return
+        if tag in (None, "") and registry_key is None:
+            continue  # inherits global.tag and global.registry
+        yield DeployedImage(
+            urn=release.urn,
+            owner=owner,
+            tag_key=f"{block}.tag" if tag not in (None, "") else "global.tag",
+            tag=tag if tag not in (None, "") else _text(release.value("global.tag")),
+            repository_key=registry_key or "global.registry",
+            base=_base(release.value(registry_key), 1) if registry_key else global_base,
+            fips=fips,
+            explicit=not release.is_default(f"{block}.tag"),
+        )
+
+
+def _fractioning_release_images(release: Release, fips: bool | Unknown) -> Iterator[DeployedImage]:
+    owner = f"release {release.label!r}"
+    names = release.keys("images") or frozenset(NODE_AGENT_IMAGES)
     # Each node agent is <base>/kai-gpu-fractioning/<name>:<tag>.
-    for name in NODE_AGENT_IMAGES:
+    for name in [*NODE_AGENT_IMAGES, *sorted(names - set(NODE_AGENT_IMAGES))]:
+        key = f"images.{name}"
+        yield DeployedImage(
+            urn=release.urn,
+            owner=owner,
+            tag_key=f"{key}.tag",
+            tag=_text(release.value(f"{key}.tag")),
+            repository_key=f"{key}.repository",
+            base=_base(release.value(f"{key}.repository"), 2),
+            fips=fips,
+            explicit=not release.is_default(f"{key}.tag"),
+        )
+
+
+def _release_install(release: Release) -> ForkInstall:
+    fips_value, fips = _fips(release)
+    if release.component is Component.KAI_SCHEDULER:
+        mode = _kai_fork_mode(release.value("global.gpuSharingMode"), release.value("global.nvFractions.set"))
+        images = tuple(_kai_release_images(release, fips))
+    else:
+        mode, images = True, tuple(_fractioning_release_images(release, fips))
+    return ForkInstall(release.component, release.urn, f"release {release.label!r}", mode, images, release, fips_value)
+
+
+# Where kai-config's Config names each image it deploys: <repository>/<name>:<tag>.
+def _config_image_paths(spec: Mapping[str, Any]) -> Iterator[tuple[str, ...]]:
+    for section in sorted(spec):
+        if isinstance(peek(spec, section, "service", "image"), Mapping):
+            yield (section, "service", "image")
+    yield ("binder", "resourceReservation", "image")
+    yield ("nodeScaleAdjuster", "args", "scalingPodImage")
+
+
+def _config_images(config: PolicyResource, owner: str) -> Iterator[DeployedImage]:
+    spec = peek(config.props, "spec")
+    if not isinstance(spec, Mapping):
+        return
+    for path in _config_image_paths(spec):
+        image = peek(spec, *path)
+        if not isinstance(image, Mapping):
+            continue
+        key = "spec." + ".".join(path)
+        yield DeployedImage(
+            urn=config.urn,
+            owner=owner,
+            tag_key=f"{key}.tag",
+            tag=_text(peek(image, "tag")),
+            repository_key=f"{key}.repository",
+            base=_base(peek(image, "repository"), 1),
+            explicit=False,
+        )
+
+
+def _workload_images(resource: PolicyResource, owner: str) -> Iterator[DeployedImage]:
+    """The images a rendered workload runs, and those its containers pass on as <NAME>_IMAGE_* variables."""
+    pod = pod_view(resource.resource_type, resource.props)
+    if pod is None:
+        return
+    for kind in ("initContainers", "containers"):
+        listed = peek(pod.spec, kind)
+        for index, container in enumerate(listed if is_list(listed) else ()):
+            name = peek(container, "name")
+            where = f"{pod.field(kind)}[{index}]" if not isinstance(name, str) else f"container {name!r}"
+            reference = peek(container, "image")
+            if isinstance(reference, str):
+                repository, tag = split_image_reference(reference)
+                if tag is None and "@" in reference:
+                    tag = "@" + reference.split("@", 1)[1]  # pinned by digest alone
+                yield DeployedImage(
+                    urn=resource.urn,
+                    owner=owner,
+                    tag_key=f"the image tag of {where}",
+                    tag=tag,
+                    repository_key=f"the image of {where}",
+                    base=_base(repository, 2),
+                    explicit=False,
+                )
+            yield from _env_images(resource, owner, where, container)
+
+
+def _env_images(resource: PolicyResource, owner: str, where: str, container: Any) -> Iterator[DeployedImage]:
+    listed = peek(container, "env")
+    items = [item for item in (listed if is_list(listed) else ()) if isinstance(item, Mapping)]
+    env = {peek(item, "name"): peek(item, "value") for item in items}
+    repository_suffix, tag_suffix = IMAGE_ENV_SUFFIXES
+    for variable in sorted(name for name in env if isinstance(name, str) and name.endswith(repository_suffix)):
+        prefix = variable.removesuffix(repository_suffix)
         yield DeployedImage(
             urn=resource.urn,
-            release=release,
-            tag_key=f"images.{name}.tag",
-            tag=_text(_peek_value(props, f"images.{name}.tag")),
-            repository_key=f"images.{name}.repository",
-            base=_base(_peek_value(props, f"images.{name}.repository"), 2),
+            owner=owner,
+            tag_key=f"{prefix}{tag_suffix} of {where}",
+            tag=_text(env.get(f"{prefix}{tag_suffix}")),
+            repository_key=f"{variable} of {where}",
+            base=_base(env[variable], 2),
+            explicit=False,
         )
+
+
+def _config_mode(config: PolicyResource) -> bool | Unknown:
+    mode = peek(config.props, "spec", "global", "gpuSharingMode")
+    return UNKNOWN if isinstance(mode, Unknown) else mode == NVFRACTIONS
+
+
+def _chart_install(rendered: RenderedChart, component: Component) -> ForkInstall:
+    images: list[DeployedImage] = []
+    configs = rendered.of_type(KAI_CONFIG)
+    for child in rendered.children:
+        kind = child.resource_type.rsplit(":", 1)[-1]
+        owner = f"{kind} {child.name!r} of chart {rendered.label!r}"
+        if child.resource_type == KAI_CONFIG:
+            images.extend(_config_images(child, owner))
+        else:
+            images.extend(_workload_images(child, owner))
+    mode: bool | Unknown = True
+    if component is Component.KAI_SCHEDULER:
+        modes = [_config_mode(config) for config in configs]
+        # Without a rendered kai-config the mode is not visible; the runtime-class policy refuses that.
+        mode = True if True in modes else (UNKNOWN if not modes or UNKNOWN in modes else False)
+    return ForkInstall(component, rendered.chart.urn, f"chart {rendered.label!r}", mode, tuple(images))
+
+
+def fork_installs(resources: Sequence[PolicyResource]) -> list[ForkInstall]:
+    """Every KAI and gpu-fractioning install of the stack."""
+    installs = [
+        _release_install(release)
+        for release in releases(resources)
+        if release.component in (Component.KAI_SCHEDULER, Component.GPU_FRACTIONING)
+    ]
+    for rendered in rendered_charts(resources):
+        component = chart_of(rendered)
+        if component in (Component.KAI_SCHEDULER, Component.GPU_FRACTIONING):
+            installs.append(_chart_install(rendered, component))
+    for config in resources:
+        if config.resource_type == KAI_CONFIG and not is_chart_child(config):
+            owner = f"Config {config.name!r}"
+            images = tuple(_config_images(config, owner))
+            installs.append(ForkInstall(Component.KAI_SCHEDULER, config.urn, owner, _config_mode(config), images))
+    return installs
+
+
+def stack_runs_forks(installs: Sequence[ForkInstall]) -> bool | Unknown:
+    """True with a gpu-fractioning install or KAI in NvFractions mode; UNKNOWN when only an unknown
+    value stands between the stack and either."""
+    if any(install.fork_mode is True for install in installs):
+        return True
+    return UNKNOWN if any(isinstance(install.fork_mode, Unknown) for install in installs) else False
+
+
+@dataclass(frozen=True)
+class Builds:
+    """What the stack builds for the forks: tags (None when one is unknown) and registry bases."""
+
+    tags: set[str] | None
+    bases: set[str]
 
 
 def _image_references(resource: PolicyResource) -> list[Any]:
@@ -105,47 +349,37 @@ def _built_references(resource: PolicyResource) -> Iterator[tuple[Any, Any]]:
                     yield None, _text(peek(resource.props, "environment", variable))
     elif resource.resource_type in (DOCKER_BUILD_IMAGE, DOCKER_IMAGE):
         for reference in _image_references(resource):
-            if reference is UNKNOWN:
+            if isinstance(reference, Unknown):
                 yield UNKNOWN, UNKNOWN
             elif reference:
                 yield split_image_reference(str(reference))
 
 
-def built_tags(resources: Sequence[PolicyResource], bases: set[str]) -> set[str] | None:
-    """Tags this stack builds for the forks, or None when one of them is unknown during preview.
+def _built_bases(resources: Sequence[PolicyResource]) -> set[str]:
+    """Where the fork Makefiles push: DOCKER_REPO_BASE is <registry>/kai-scheduler or
+    <registry>/kai-gpu-fractioning, so the registry base is that less its last segment."""
+    bases = set()
+    for resource in resources:
+        if resource.resource_type == BUILD_COMMAND:
+            repo_base = peek(resource.props, "environment", "DOCKER_REPO_BASE")
+            if isinstance(repo_base, str) and repo_base:
+                bases.add(registry_base(repo_base, 1))
+    return bases
 
-    Fork Makefile commands always count; a generic image counts when it is pushed under a registry
-    base the forks deploy from (or its reference is unknown), so a team's app images do not.
-    """
-    built: set[str] = set()
+
+def builds(resources: Sequence[PolicyResource], deployed_bases: set[str]) -> Builds:
+    """Fork Makefile commands always count; a generic image counts when it is pushed under a registry
+    base the forks deploy from (or its reference is unknown), so a team's app images do not."""
+    built: set[str] | None = set()
     for resource in resources:
         for repository, tag in _built_references(resource):
             counts = (
                 repository is None
-                or repository is UNKNOWN
-                or repository.startswith(tuple(f"{base}/" for base in bases))
+                or isinstance(repository, Unknown)
+                or repository.startswith(tuple(f"{base}/" for base in deployed_bases))
             )
-            if counts and tag is UNKNOWN:
-                return None
-            if counts and tag:
+            if counts and isinstance(tag, Unknown):
+                built = None
+            elif counts and tag and built is not None:
                 built.add(tag)
-    return built
-
-
-def _runs_nvfractions(props: Mapping[str, Any]) -> bool:
-    # global.nvFractions.set forces NvFractions mode too (and is refused by its own policy).
-    return _peek_value(props, "global.gpuSharingMode") == "NvFractions" or is_true(
-        _peek_value(props, "global.nvFractions.set")
-    )
-
-
-def fork_images(resources: Sequence[PolicyResource]) -> list[DeployedImage]:
-    releases = [(resource, identify_release(resource.resource_type, resource.props)) for resource in resources]
-    kai = [resource for resource, component in releases if component is Component.KAI_SCHEDULER]
-    fractioning = [resource for resource, component in releases if component is Component.GPU_FRACTIONING]
-    if not fractioning and not any(_runs_nvfractions(resource.props) for resource in kai):
-        raise NotApplicable("The stack deploys neither the gpu-fractioning release nor KAI in NvFractions mode.")
-    return [
-        *(image for resource in kai for image in _deployed_images(resource, Component.KAI_SCHEDULER)),
-        *(image for resource in fractioning for image in _deployed_images(resource, Component.GPU_FRACTIONING)),
-    ]
+    return Builds(built, _built_bases(resources))

@@ -1,72 +1,131 @@
-"""Pods that ask for a GPU, and KAI's GPU reservation pods, run with the NVIDIA RuntimeClass."""
+"""Pods that ask for a GPU or a GPU fraction, and KAI's GPU reservation pods, run with the NVIDIA RuntimeClass."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationPolicy
 
-from .kube import EXEMPT_NAMESPACES, Component, PodView, identify_release, pod_view, release_value
-from .props import Knob, config_schema, described, dig, resource_validation
+from .facts import (
+    DEFAULT_RUNTIME_CLASS,
+    GPU_RESOURCE_PATTERN,
+    KAI_CONFIG,
+    SYSTEM_NAMESPACE_LABEL,
+    SYSTEM_NAMESPACE_VALUE,
+)
+from .kube import PodView
+from .pods import Findings, PodSweep
+from .props import Knob, Unknown, Violation, config_schema, described, peek
+from .releases import Component, chart_of, releases, rendered_charts
 
 RUNTIME_CLASS_NAME: Knob[str] = Knob(
     key="runtimeClassName",
-    default="nvidia",
+    default=DEFAULT_RUNTIME_CLASS,
     description="The RuntimeClass that gives containers the NVIDIA driver libraries and NVML.",
     schema={"type": "string", "minLength": 1},
 )
 
 
-def _check_pod(pod: PodView, expected: str) -> list[str]:
-    request = pod.gpu_request
-    if request is None:
-        return []
-    field = pod.field("runtimeClassName")
-    actual = dig(pod.spec, "runtimeClassName")
-    if actual == expected:
-        return []
-    return [
-        f"{field} {described(actual)} on a pod that asks for {request}; set it to {expected!r} so its "
-        "containers get the NVIDIA driver libraries."
-    ]
+def _gpu_resources(pod: PodView) -> list[str] | Unknown:
+    """The NVIDIA GPU resources (nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-*) any container asks for."""
+    if isinstance(pod.containers, Unknown):
+        return pod.containers
+    found: set[str] = set()
+    for container in pod.containers:
+        if isinstance(container.resource_names, Unknown):
+            return container.resource_names
+        found.update(name for name in container.resource_names if GPU_RESOURCE_PATTERN.fullmatch(name))
+    return sorted(found)
 
 
-def _check_kai_binder(props: Mapping[str, Any], expected: str) -> list[str]:
-    actual = release_value(props, "binder.runtimeClassName")
-    if actual == expected:
-        return []
-    message = (
-        f"binder.runtimeClassName {described(actual)}, so KAI's GPU reservation pods cannot load NVML and "
-        f"fractional pods stay Pending; set it to {expected!r}."
-    )
-    if release_value(props, "binder.resourceReservation.runtimeClassName") is not None:
-        message += " The chart does not read binder.resourceReservation.runtimeClassName."
-    return [message]
-
-
-def check_runtime_class(resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+def check_pod_runtime_class(pod: PodView, config: Mapping[str, Any], found: Findings) -> None:
+    fractional, gpus = pod.is_fractional, _gpu_resources(pod)
+    if fractional is True:
+        request = "a GPU fraction"
+    elif isinstance(gpus, list) and gpus:
+        request = gpus[0]
+    elif isinstance(fractional, Unknown) or isinstance(gpus, Unknown):
+        found.cannot_check("whether the pod asks for a GPU")
+        return
+    else:
+        return
     expected = RUNTIME_CLASS_NAME.read(config)
-    pod = pod_view(resource_type, props)
-    if pod is not None:
-        return [] if pod.is_exempt(config) else _check_pod(pod, expected)
-    if identify_release(resource_type, props) is Component.KAI_SCHEDULER:
-        return _check_kai_binder(props, expected)
-    return []
+    actual = pod.value("runtimeClassName")
+    if not found.known(actual, pod.field("runtimeClassName")) or actual == expected:
+        return
+    if actual is None and pod.partial:
+        found.cannot_check(f"{pod.field('runtimeClassName')}, which the patch leaves as the cluster has it")
+        return
+    found.fail(
+        f"{pod.field('runtimeClassName')} {described(actual)} on a pod that asks for {request}; set it to "
+        f"{expected!r} so its containers get the NVIDIA driver libraries."
+    )
 
 
-policy = ResourceValidationPolicy(
+def _reservation_message(subject: str, actual: Any, expected: str) -> str:
+    return (
+        f"{subject} {described(actual)}, so KAI's GPU reservation pods cannot load NVML and fractional pods stay "
+        f"Pending; set it to {expected!r}."
+    )
+
+
+def check_kai_binders(
+    resources: Sequence[PolicyResource], config: Mapping[str, Any], found: Findings
+) -> list[Violation]:
+    """binder.runtimeClassName of every KAI release, and what every kai-config Config renders from it."""
+    expected = RUNTIME_CLASS_NAME.read(config)
+    violations = []
+    for release in releases(resources):
+        if release.component is not Component.KAI_SCHEDULER:
+            continue
+        actual = release.value("binder.runtimeClassName")
+        if not found.known(actual, release.describe("binder.runtimeClassName")) or actual == expected:
+            continue
+        message = _reservation_message("binder.runtimeClassName", actual, expected)
+        if release.value("binder.resourceReservation.runtimeClassName") is not None:
+            message += " The chart does not read binder.resourceReservation.runtimeClassName."
+        violations.append(Violation(message, release.urn))
+    for resource in resources:
+        if resource.resource_type != KAI_CONFIG:
+            continue
+        actual = peek(resource.props, "spec", "binder", "resourceReservation", "runtimeClassName")
+        subject = f"spec.binder.resourceReservation.runtimeClassName of Config {resource.name!r}"
+        if found.known(actual, subject) and actual != expected:
+            violations.append(Violation(_reservation_message(subject, actual, expected), resource.urn))
+    for rendered in rendered_charts(resources):
+        if chart_of(rendered) is Component.KAI_SCHEDULER and not rendered.of_type(KAI_CONFIG):
+            violations.append(
+                Violation(
+                    f"Chart {rendered.label!r} installs KAI but renders no kai-config Config: a Chart resource runs "
+                    "no Helm hooks, so KAI's kai-config-deployer hook never creates it, KAI never starts, and "
+                    "binder.runtimeClassName cannot be checked; set kaiConfig.render: true and "
+                    "kaiConfigDeployer.enabled: false.",
+                    rendered.chart.urn,
+                )
+            )
+    return violations
+
+
+SWEEP = PodSweep(check_pod_runtime_class, fractional_only=False, extra=check_kai_binders)
+
+policy = StackValidationPolicy(
     name="gpu-pod-require-runtime-class",
     description=(
-        "Every pod that asks for a GPU, and every GPU reservation pod of KAI, runs with the NVIDIA RuntimeClass."
+        "Every pod that asks for a GPU or a GPU fraction, and every GPU reservation pod of KAI, runs with the "
+        "NVIDIA RuntimeClass."
     ),
-    validate=resource_validation(check_runtime_class),
+    validate=SWEEP.validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    config_schema=config_schema(RUNTIME_CLASS_NAME, EXEMPT_NAMESPACES),
+    config_schema=config_schema(RUNTIME_CLASS_NAME),
     remediation_steps=(
-        "Set spec.runtimeClassName: nvidia on every pod, or pod template, that carries a gpu-fraction or "
-        "gpu-memory annotation or requests nvidia.com/gpu, and set binder.runtimeClassName: nvidia on the "
-        "KAI release (not binder.resourceReservation.runtimeClassName, which the chart ignores)."
+        "Set spec.runtimeClassName: nvidia on every pod, or pod template, that carries a fraction annotation "
+        "(gpu-fraction, gpu-memory, gpu-fraction-num-devices or nvidia.com/container.<name>.gpu-memory.*) or "
+        "asks for an nvidia.com/gpu, nvidia.com/gpu.* or nvidia.com/mig-* resource; set binder.runtimeClassName: "
+        "nvidia on the KAI release (not binder.resourceReservation.runtimeClassName, which the chart ignores), "
+        "and with a Chart resource render kai-config inline (kaiConfig.render: true, kaiConfigDeployer.enabled: "
+        "false). Pods of system daemons belong in a Namespace of this stack labelled "
+        f'{SYSTEM_NAMESPACE_LABEL}: "{SYSTEM_NAMESPACE_VALUE}".'
     ),
 )

@@ -7,8 +7,9 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationPolicy
 
-from .fork_images import DeployedImage, fork_images
-from .props import Knob, Violation, config_schema, stack_validation
+from .fork_images import DeployedImage, ForkInstall, fork_installs, stack_runs_forks
+from .props import Knob, NotApplicable, Unknown, Violation, config_schema, stack_validation
+from .releases import Component
 
 FORBIDDEN_TAGS: Knob[tuple[str, ...]] = Knob(
     key="forbiddenTags",
@@ -16,37 +17,50 @@ FORBIDDEN_TAGS: Knob[tuple[str, ...]] = Knob(
     description="Chart appVersion and Makefile default tags, never fork builds (a leading v is ignored).",
     schema={"type": "array", "items": {"type": "string"}},
 )
-
-
-def _tag_violations(images: list[DeployedImage], forbidden: set[str]) -> list[Violation]:
-    violations = []
-    for image in images:
-        if image.tag in (None, ""):
-            violations.append(
-                Violation(
-                    f"{image.describe_tag()} is empty, so the chart falls back to its appVersion instead of "
-                    "your fork build; set it to the tag you built and pushed.",
-                    image.urn,
-                )
-            )
-        elif _is_forbidden(image.tag, forbidden):
-            violations.append(
-                Violation(
-                    f"{image.describe_tag()} is {image.tag!r}, a chart or Makefile default rather than your "
-                    "fork build; set it to the tag you built and pushed.",
-                    image.urn,
-                )
-            )
-    return violations
+NOT_APPLICABLE = "The stack deploys neither the gpu-fractioning release nor KAI in NvFractions mode."
 
 
 def _is_forbidden(tag: Any, forbidden: set[str]) -> bool:
     return isinstance(tag, str) and (tag in forbidden or tag.removeprefix("v") in forbidden)
 
 
+def _image_violation(image: DeployedImage, fork: bool, forbidden: set[str]) -> str | None:
+    tag = image.pinned_tag
+    if isinstance(image.tag, Unknown) or image.digest_only:
+        return None
+    if _is_forbidden(tag, forbidden) and (fork or image.explicit):
+        return (
+            f"{image.describe_tag()} is {image.tag!r}, a chart or Makefile default rather than your fork build; "
+            "set it to the tag you built and pushed."
+        )
+    if fork and tag in (None, ""):
+        return (
+            f"{image.describe_tag()} is empty, so the chart falls back to its appVersion instead of your fork "
+            "build; set it to the tag you built and pushed."
+        )
+    return None
+
+
+def _counts_as_fork(install: ForkInstall, stack_fork: bool | Unknown) -> bool:
+    # With gpu-fractioning in the stack every KAI install is its partner; a KAI release whose mode is
+    # unknown during preview is only held to what is wrong in any mode: an explicit default tag.
+    return install.component is Component.GPU_FRACTIONING or install.fork_mode is True or stack_fork is True
+
+
 def check_explicit_image_tags(resources: Sequence[PolicyResource], config: Mapping[str, Any]) -> list[Violation]:
     """A violation per empty or default tag; a tag unknown during preview is not checked."""
-    return _tag_violations(fork_images(resources), set(FORBIDDEN_TAGS.read(config)))
+    installs = fork_installs(resources)
+    stack_fork = stack_runs_forks(installs)
+    forbidden = set(FORBIDDEN_TAGS.read(config))
+    violations = [
+        Violation(message, image.urn)
+        for install in installs
+        for image in install.images
+        if (message := _image_violation(image, _counts_as_fork(install, stack_fork), forbidden))
+    ]
+    if not violations and stack_fork is not True:
+        raise NotApplicable(NOT_APPLICABLE)
+    return violations
 
 
 policy = StackValidationPolicy(
@@ -61,7 +75,9 @@ policy = StackValidationPolicy(
     config_schema=config_schema(FORBIDDEN_TAGS),
     remediation_steps=(
         "Set global.tag on the KAI release and images.<name>.tag for operator, mpsd, fractiond and metricsd "
-        "on the gpu-fractioning release to the tag you built and pushed (such as smshare-44d1d0a-af0544e): an "
-        "empty tag falls back to the chart's appVersion, and 0.0.0, 0.1.0 or latest are never the fork build."
+        "on the gpu-fractioning release to the tag you built and pushed (such as smshare-44d1d0a-af0544e), "
+        "optionally pinned as <tag>@sha256:<digest>, and give any per-service <service>.image.tag the same "
+        "tag: an empty tag falls back to the chart's appVersion, and 0.0.0, 0.1.0 or latest are never the "
+        "fork build."
     ),
 )

@@ -1,64 +1,65 @@
-"""How the pack recognises GPU pods, pod templates, Helm releases and images by type and inputs."""
+"""How the pack finds the pods a resource creates, the namespaces a stack exempts, and image references."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
-from .props import Knob, dig, elements, keys, mapping, peek
+from pulumi_policy import PolicyResource
+
+from .facts import (
+    CONTAINER_MEMORY_MARKER,
+    DEFAULT_NAMESPACE,
+    FRACTION_ANNOTATIONS,
+    SYSTEM_NAMESPACE_LABEL,
+    SYSTEM_NAMESPACE_VALUE,
+)
+from .props import UNKNOWN, Unknown, peek
 
 POD = "kubernetes:core/v1:Pod"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+PATCH_SUFFIX = "Patch"
 
-# Where each workload keeps the pod it creates; () is the resource itself.
-POD_TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
-    POD: (),
-    "kubernetes:apps/v1:Deployment": ("spec", "template"),
-    "kubernetes:apps/v1:StatefulSet": ("spec", "template"),
-    "kubernetes:apps/v1:DaemonSet": ("spec", "template"),
-    "kubernetes:apps/v1:ReplicaSet": ("spec", "template"),
-    "kubernetes:batch/v1:Job": ("spec", "template"),
-    "kubernetes:batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template"),
+# Where each built-in kind keeps the pod it creates (() is the resource itself), by `group/version:Kind`.
+BUILT_IN_POD_PATHS: Mapping[str, tuple[str, ...]] = {
+    "core/v1:Pod": (),
+    "core/v1:PodTemplate": ("template",),
+    "core/v1:ReplicationController": ("spec", "template"),
+    "apps/v1:Deployment": ("spec", "template"),
+    "apps/v1:StatefulSet": ("spec", "template"),
+    "apps/v1:DaemonSet": ("spec", "template"),
+    "apps/v1:ReplicaSet": ("spec", "template"),
+    "batch/v1:Job": ("spec", "template"),
+    "batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-
-GPU_RESOURCE = "nvidia.com/gpu"
-FRACTION_ANNOTATION = "gpu-fraction"
-MEMORY_ANNOTATION = "gpu-memory"
-DEFAULT_NAMESPACE = "default"
-
-EXEMPT_NAMESPACES: Knob[tuple[str, ...]] = Knob(
-    key="exemptNamespaces",
-    default=(
-        "gpu-operator",
-        "gpu-fractioning",
-        "kai-scheduler",
-        "kai-resource-reservation",
-        "kai-resource-isolator",
-        "kube-system",
-    ),
-    description="Namespaces of the privileged system daemons of the GPU Operator, gpu-fractioning and KAI.",
-    schema={"type": "array", "items": {"type": "string"}},
-)
+# Any other resource, a custom resource of an operator included, that carries a pod template there.
+GENERIC_POD_PATHS = (("spec", "template"), ("spec", "jobTemplate", "spec", "template"))
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
 @dataclass(frozen=True)
 class Container:
     name: str
-    security_context: Mapping[str, Any]
-    requests_gpu: bool
+    security_context: Any  # a mapping, or UNKNOWN
+    resource_names: frozenset[str] | Unknown  # the keys of its limits and requests
 
 
 @dataclass(frozen=True)
 class PodView:
-    """The pod a resource creates: itself, or the template of a workload, with paths for messages."""
+    """The pod a resource creates: itself, or the template of a workload, with paths for messages.
+
+    `partial` marks a Patch resource: a field it leaves out keeps whatever the cluster has, which the
+    pack cannot see, so only what the patch sets can be judged.
+    """
 
     prefix: str
-    namespace: str
-    annotations: Mapping[str, Any]
+    namespace: str | Unknown
+    annotations: Mapping[str, Any] | Unknown
     label_keys: frozenset[str]
     spec: Mapping[str, Any]
-    containers: tuple[Container, ...]
+    containers: tuple[Container, ...] | Unknown
+    partial: bool
 
     def field(self, name: str) -> str:
         return f"{self.prefix}spec.{name}"
@@ -66,117 +67,162 @@ class PodView:
     def metadata_field(self, name: str) -> str:
         return f"{self.prefix}metadata.{name}"
 
-    @property
-    def asks_for_fraction(self) -> bool:
-        # Key membership only: the annotation's value may still be unknown during preview.
-        return bool({FRACTION_ANNOTATION, MEMORY_ANNOTATION} & frozenset(self.annotations))
+    def value(self, *path: str) -> Any:
+        """A field of the pod spec: its value, None when absent, or UNKNOWN."""
+        return peek(self.spec, *path)
 
     @property
-    def gpu_containers(self) -> list[str]:
-        return [container.name for container in self.containers if container.requests_gpu]
+    def fraction_markers(self) -> frozenset[str] | Unknown:
+        """The annotation keys that ask for a GPU fraction; keys are known even when values are not."""
+        if isinstance(self.annotations, Unknown):
+            return UNKNOWN
+        return frozenset(
+            key for key in self.annotations if key in FRACTION_ANNOTATIONS or CONTAINER_MEMORY_MARKER.fullmatch(key)
+        )
 
     @property
-    def gpu_request(self) -> str | None:
-        """What the pod asks for, in words, or None when it asks for no GPU."""
-        if self.asks_for_fraction:
-            return "a GPU fraction"
-        return GPU_RESOURCE if self.gpu_containers else None
+    def is_fractional(self) -> bool | Unknown:
+        markers = self.fraction_markers
+        return markers if isinstance(markers, Unknown) else bool(markers)
 
-    def is_exempt(self, config: Mapping[str, Any]) -> bool:
-        return self.namespace in EXEMPT_NAMESPACES.read(config)
+    def annotation(self, key: str) -> Any:
+        return UNKNOWN if isinstance(self.annotations, Unknown) else peek(self.annotations, key)
+
+    def known_containers(self) -> tuple[Container, ...]:
+        return () if isinstance(self.containers, Unknown) else self.containers
 
 
-def _containers(spec: Mapping[str, Any]) -> tuple[Container, ...]:
+def _kind(resource_type: str) -> tuple[str, bool]:
+    """`kubernetes:apps/v1:DeploymentPatch` as (`apps/v1:Deployment`, True)."""
+    kind = resource_type.removeprefix("kubernetes:")
+    if kind.endswith(PATCH_SUFFIX):
+        return kind.removesuffix(PATCH_SUFFIX), True
+    return kind, False
+
+
+def is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str)
+
+
+def _template_path(resource_type: str, props: Mapping[str, Any]) -> tuple[tuple[str, ...], bool] | None:
+    if not resource_type.startswith("kubernetes:"):
+        return None
+    kind, patch = _kind(resource_type)
+    if kind in BUILT_IN_POD_PATHS:
+        return BUILT_IN_POD_PATHS[kind], patch
+    for path in GENERIC_POD_PATHS:
+        if is_list(peek(props, *path, "spec", "containers")):
+            return path, patch
+    return None
+
+
+def _containers(spec: Mapping[str, Any]) -> tuple[Container, ...] | Unknown:
     found = []
-    for kind in ("initContainers", "containers"):
-        for index, container in enumerate(elements(spec, kind)):
-            resources = keys(container, "resources", "limits") | keys(container, "resources", "requests")
+    for kind in CONTAINER_LISTS:
+        listed = peek(spec, kind)
+        if isinstance(listed, Unknown):
+            return UNKNOWN
+        for index, container in enumerate(listed if is_list(listed) else ()):
+            if not isinstance(container, Mapping):
+                return UNKNOWN
+            name = peek(container, "name")
             found.append(
                 Container(
-                    name=str(dig(container, "name") or f"{kind}[{index}]"),
-                    security_context=mapping(container, "securityContext"),
-                    requests_gpu=GPU_RESOURCE in resources,
+                    name=name if isinstance(name, str) else f"{kind}[{index}]",
+                    security_context=peek(container, "securityContext") or {},
+                    resource_names=_resource_names(container),
                 )
             )
     return tuple(found)
 
 
-def pod_view(resource_type: str, props: Mapping[str, Any]) -> PodView | None:
-    """The pod of a Pod or workload resource, or None for any other type or a missing template."""
-    path = POD_TEMPLATE_PATHS.get(resource_type)
-    if path is None:
-        return None
-    spec = mapping(props, *path, "spec")
-    if not spec:
-        return None
+def _resource_names(container: Mapping[str, Any]) -> frozenset[str] | Unknown:
+    names: set[str] = set()
+    for kind in ("limits", "requests"):
+        listed = peek(container, "resources", kind)
+        if isinstance(listed, Unknown):
+            return UNKNOWN
+        if isinstance(listed, Mapping):
+            names.update(listed)
+    return frozenset(names)
+
+
+def _label_keys(props: Mapping[str, Any], path: tuple[str, ...]) -> frozenset[str]:
     # KAI's pod-grouper reads the queue label from the top owner first, so every level counts.
-    label_keys = frozenset[str]().union(
-        *(keys(props, *path[:depth], "metadata", "labels") for depth in range(len(path) + 1))
-    )
+    found: set[str] = set()
+    for depth in range(len(path) + 1):
+        labels = peek(props, *path[:depth], "metadata", "labels")
+        if isinstance(labels, Mapping):
+            found.update(labels)
+    return frozenset(found)
+
+
+def pod_view(resource_type: str, props: Mapping[str, Any]) -> PodView | None:
+    """The pod of a Pod, pod template or workload resource, or None for anything else.
+
+    A workload's own metadata.annotations never reach its pods, so only the template's count.
+    """
+    found = _template_path(resource_type, props)
+    if found is None:
+        return None
+    path, partial = found
+    spec = peek(props, *path, "spec")
+    if not isinstance(spec, Mapping) or (not spec and not partial):
+        if not partial:
+            return None
+        spec = {}
+    annotations = peek(props, *path, "metadata", "annotations")
+    namespace = peek(props, "metadata", "namespace")
     return PodView(
         prefix="".join(f"{step}." for step in path),
-        namespace=dig(props, "metadata", "namespace") or DEFAULT_NAMESPACE,
-        annotations=mapping(props, *path, "metadata", "annotations"),
-        label_keys=label_keys,
+        namespace=namespace if isinstance(namespace, (str, Unknown)) and namespace else DEFAULT_NAMESPACE,
+        annotations=annotations if isinstance(annotations, (Mapping, Unknown)) else {},
+        label_keys=_label_keys(props, path),
         spec=spec,
         containers=_containers(spec),
+        partial=partial,
     )
-
-
-HELM_RELEASE_TYPES = frozenset({"kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart"})
-
-
-class Component(Enum):
-    KAI_SCHEDULER = "kai-scheduler"
-    GPU_FRACTIONING = "gpu-fractioning"
-    GPU_OPERATOR = "gpu-operator"
 
 
 @dataclass(frozen=True)
-class ReleaseMatcher:
-    component: Component
-    release_names: frozenset[str]
-    chart_names: frozenset[str]
-    chart_path_suffixes: tuple[str, ...] = ()
+class Exemptions:
+    """The namespaces a stack declares as homes of its system daemons: a Namespace resource of this
+    stack labelled `kai-gpu-fractions/system-namespace: "true"`. A name is never enough."""
 
-    def matches_chart(self, chart: str) -> bool:
-        return chart.rsplit("/", 1)[-1] in self.chart_names or chart.endswith(self.chart_path_suffixes)
+    names: frozenset[str]
+    # Declared namespaces whose name or label is unknown during preview: any pod might be in one.
+    unknown: bool
+    maybe: frozenset[str]
 
+    @classmethod
+    def of(cls, resources: Sequence[PolicyResource]) -> Exemptions:
+        names: set[str] = set()
+        maybe: set[str] = set()
+        unknown = False
+        for resource in resources:
+            if resource.resource_type != NAMESPACE:
+                continue
+            name = peek(resource.props, "metadata", "name")
+            label = peek(resource.props, "metadata", "labels", SYSTEM_NAMESPACE_LABEL)
+            if label is None or (isinstance(label, str) and label != SYSTEM_NAMESPACE_VALUE):
+                continue
+            if not isinstance(name, str) or not name:
+                unknown = True
+            elif isinstance(label, Unknown):
+                maybe.add(name)
+            elif label == SYSTEM_NAMESPACE_VALUE:
+                names.add(name)
+        return cls(frozenset(names), unknown, frozenset(maybe))
 
-# A release is recognised by its chart (an OCI or repo chart name, or a local path), else by its name.
-RELEASE_MATCHERS = (
-    ReleaseMatcher(Component.KAI_SCHEDULER, frozenset({"kai-scheduler"}), frozenset({"kai-scheduler"})),
-    ReleaseMatcher(
-        Component.GPU_FRACTIONING,
-        frozenset({"gpu-fractioning"}),
-        frozenset({"gpu-fractioning"}),
-        chart_path_suffixes=("operator/charts",),
-    ),
-    ReleaseMatcher(Component.GPU_OPERATOR, frozenset({"gpu-operator"}), frozenset({"gpu-operator"})),
-)
+    def is_empty(self) -> bool:
+        return not (self.names or self.maybe or self.unknown)
 
-
-def _known_text(value: Any) -> str:
-    return value.strip().rstrip("/") if isinstance(value, str) else ""
-
-
-def identify_release(resource_type: str, props: Mapping[str, Any]) -> Component | None:
-    """Which component a Helm release installs; an unknown name or chart simply does not match."""
-    if resource_type not in HELM_RELEASE_TYPES:
-        return None
-    chart, release_name = _known_text(peek(props, "chart")), _known_text(peek(props, "name"))
-    by_chart = [matcher.component for matcher in RELEASE_MATCHERS if matcher.matches_chart(chart)]
-    by_name = [matcher.component for matcher in RELEASE_MATCHERS if release_name in matcher.release_names]
-    return next(iter(by_chart + by_name), None)
-
-
-def release_value(props: Mapping[str, Any], key: str) -> Any:
-    """A chart value by its dotted Helm key, such as `global.tag`."""
-    return dig(props, "values", *key.split("."))
-
-
-def release_label(props: Mapping[str, Any], fallback: str) -> str:
-    return _known_text(peek(props, "name")) or fallback
+    def exempts(self, namespace: str | Unknown) -> bool | Unknown:
+        if isinstance(namespace, str) and namespace in self.names:
+            return True
+        if isinstance(namespace, Unknown):
+            return False if self.is_empty() else UNKNOWN
+        return UNKNOWN if namespace in self.maybe or self.unknown else False
 
 
 def split_image_reference(reference: str) -> tuple[str, str | None]:

@@ -75,13 +75,14 @@ class Workspace:
         check: bool = True,
         timeout: int = 900,
         input_text: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> Result:
         command = ["pulumi", *args, "--non-interactive", "--cwd", str(self.root)]
         if stack:
             command += ["--stack", stack]
         completed = subprocess.run(
             command,
-            env=engine_environment(self.state),
+            env={**engine_environment(self.state), **(env or {})},
             input=input_text,
             capture_output=True,
             text=True,

@@ -57,15 +57,22 @@ def _run(policy: Policy, args: ResourceValidationArgs | StackValidationArgs) -> 
 
 
 def run_resource(
-    policy: Policy, resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any] | None = None
+    policy: Policy,
+    resource_type: str,
+    props: Mapping[str, Any],
+    config: Mapping[str, Any] | None = None,
+    name: str = "under-test",
 ) -> Outcome:
-    """Validates one resource's inputs, wrapped in the proxy the engine puts around them."""
+    """Validates one resource's inputs, wrapped in the proxy the engine puts around them; a stack policy
+    sees a stack of that one resource."""
+    if isinstance(policy, StackValidationPolicy):
+        return run_stack(policy, [Resource(resource_type, name, dict(props))], config)
     assert isinstance(policy, ResourceValidationPolicy), f"{policy.name} is not a resource policy"
     args = ResourceValidationArgs(
         resource_type,
         unknown_checking_proxy(dict(props)),
-        urn_of(resource_type, "under-test"),
-        "under-test",
+        urn_of(resource_type, name),
+        name,
         _options(),
         None,
         config,
@@ -73,11 +80,30 @@ def run_resource(
     return _run(policy, args)
 
 
-def run_stack(policy: Policy, resources: Sequence[Resource], config: Mapping[str, Any] | None = None) -> Outcome:
-    """Validates a stack whose outputs echo the golden inputs, each wrapped like the engine does."""
-    assert isinstance(policy, StackValidationPolicy), f"{policy.name} is not a stack policy"
-    policy_resources = [
-        PolicyResource(
+# The resource whose outputs feed the properties `fed` names.
+_SOURCE = PolicyResource(
+    "kubernetes:core/v1:ConfigMap",
+    {},
+    urn_of("kubernetes:core/v1:ConfigMap", "source"),
+    "source",
+    _options(),
+    None,
+    None,
+    [],
+    {},
+)
+
+
+def policy_resources(
+    resources: Sequence[Resource],
+    parents: Mapping[str, str] | None = None,
+    fed: Mapping[str, Mapping[str, str | None]] | None = None,
+) -> list[PolicyResource]:
+    """Stack resources as the engine hands them, each wrapped in the proxy; `parents` maps a child's name
+    to its parent's (a v4 Chart's rendered objects), and `fed` a resource's name to its properties that
+    depend on another resource's outputs, each to that resource's name (None: a resource outside the stack)."""
+    built = {
+        resource.name: PolicyResource(
             resource.type,
             unknown_checking_proxy(resource.props),
             urn_of(resource.type, resource.name),
@@ -89,8 +115,25 @@ def run_stack(policy: Policy, resources: Sequence[Resource], config: Mapping[str
             {},
         )
         for resource in resources
-    ]
-    return _run(policy, StackValidationArgs(policy_resources, config))
+    }
+    for child, parent in (parents or {}).items():
+        built[child].parent = built[parent]
+    for name, props in (fed or {}).items():
+        for prop, source in props.items():
+            built[name].property_dependencies[prop] = [_SOURCE if source is None else built[source]]
+    return list(built.values())
+
+
+def run_stack(
+    policy: Policy,
+    resources: Sequence[Resource],
+    config: Mapping[str, Any] | None = None,
+    parents: Mapping[str, str] | None = None,
+    fed: Mapping[str, Mapping[str, str | None]] | None = None,
+) -> Outcome:
+    """Validates a stack whose outputs echo the golden inputs, each wrapped like the engine does."""
+    assert isinstance(policy, StackValidationPolicy), f"{policy.name} is not a stack policy"
+    return _run(policy, StackValidationArgs(policy_resources(resources, parents, fed), config))
 
 
 def pack_violations(resources: Sequence[Resource]) -> dict[str, list[str]]:

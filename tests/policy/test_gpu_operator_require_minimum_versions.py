@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from gpu_policies.facts import CLUSTER_POLICY
 from gpu_policies.gpu_operator_require_minimum_versions import policy
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
@@ -90,9 +93,45 @@ def test_minimum_versions_are_configurable() -> None:
     ], "v26.7.0 is accepted once configured, and a higher driver floor is enforced"
 
 
-def test_a_helm_v4_chart_is_checked_too() -> None:
-    assert len(run_resource(policy, golden.CHART_V4, operator("v25.3.0")).violations) == 1, (
-        "the v4 Chart resource carries the same version"
+def cluster_policy(version: str | None = "v26.7.1", driver: dict[str, object] | None = None) -> golden.Props:
+    """The ClusterPolicy the GPU Operator chart renders, as a v4 Chart hands it to the pack."""
+    labels = {"app.kubernetes.io/version": version} if version else {}
+    return {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy", "labels": labels},
+        "spec": {"driver": {"enabled": True, "version": "615.71.09"} if driver is None else driver},
+    }
+
+
+def test_a_rendered_cluster_policy_of_a_new_operator_passes() -> None:
+    assert run_resource(policy, CLUSTER_POLICY, cluster_policy()).violations == [], "v26.7.1 with r615"
+
+
+def test_a_rendered_cluster_policy_is_checked_for_both_versions() -> None:
+    violations = run_resource(policy, CLUSTER_POLICY, cluster_policy("v25.10.1", {"version": "595.91.07"})).violations
+    assert violations == [
+        "ClusterPolicy label app.kubernetes.io/version is 'v25.10.1', older than the v26.7.1 that gpu-fractioning "
+        "needs for driver-enforced memory caps (or no version number); install GPU Operator v26.7.1 or newer.",
+        "spec.driver.version is '595.91.07', older than release 615 that MPS v3 namespaces need (or no version "
+        "number); pin spec.driver.version to release 615 or newer.",
+    ], "a Chart resource hands the pack the ClusterPolicy it renders, never the chart's values"
+
+
+def test_a_rendered_cluster_policy_with_a_host_driver_checks_only_the_operator() -> None:
+    assert run_resource(policy, CLUSTER_POLICY, cluster_policy(driver={"enabled": False})).violations == [], (
+        "a host-installed driver is not the operator's to pin"
+    )
+
+
+def test_a_local_chart_is_the_version_its_chart_yaml_names(tmp_path: Path) -> None:
+    chart = tmp_path / "vendored-gpu-operator"
+    chart.mkdir()
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: gpu-operator\nversion: v25.10.1\n")
+    props = golden.gpu_operator_release()
+    props.update(chart=str(chart), version="v26.7.1")
+    assert run_resource(policy, golden.RELEASE, props).violations[0].startswith("version is 'v25.10.1'"), (
+        "helm installs the directory as it is, whatever version the Release asks for"
     )
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from gpu_policies.facts import SYSTEM_NAMESPACE_LABEL
 from gpu_policies.gpu_pod_require_non_root_fractions import policy
+from gpu_policies.kube import NAMESPACE
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from tests.policy import golden
-from tests.policy.harness import run_resource
+from tests.policy.golden import Resource
+from tests.policy.harness import run_resource, run_stack
 
 SUBJECT = "Container 'main' of a pod that asks for a GPU fraction"
 MAY_RUN_AS_ROOT = (
@@ -112,15 +115,129 @@ def test_every_container_and_init_container_is_checked() -> None:
     ], "an init container runs in the same pod"
 
 
-def test_exempt_namespaces_are_ignored_and_configurable() -> None:
+def system_namespace(name: str, value: str = "true") -> Resource:
+    return Resource(NAMESPACE, name, {"metadata": {"name": name, "labels": {SYSTEM_NAMESPACE_LABEL: value}}})
+
+
+def root_pod_in(namespace: str) -> golden.Props:
     pod = golden.smoke_pod()
     del pod["spec"]["securityContext"]
-    pod["metadata"]["namespace"] = "gpu-fractioning"
-    assert run_resource(policy, golden.POD, pod).violations == [], "system daemons may run as root"
-    pod["metadata"]["namespace"] = "team-a"
-    assert run_resource(policy, golden.POD, pod, {"exemptNamespaces": ["team-a"]}).violations == [], (
-        "config replaces the exemption list"
+    pod["metadata"]["namespace"] = namespace
+    return pod
+
+
+def test_a_namespace_of_this_stack_labelled_as_a_system_namespace_is_exempt() -> None:
+    stack = [system_namespace("gpu-fractioning"), Resource(golden.POD, "daemon", root_pod_in("gpu-fractioning"))]
+    assert run_stack(policy, stack).violations == [], "system daemons may run as root in their own namespace"
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "gpu-operator", "gpu-fractioning", "kai-scheduler"])
+def test_a_namespace_name_alone_exempts_nothing(namespace: str) -> None:
+    assert run_resource(policy, golden.POD, root_pod_in(namespace)).violations == [MAY_RUN_AS_ROOT], (
+        "anyone can create a pod in a namespace named like a system one"
     )
+
+
+@pytest.mark.parametrize("value", ["false", "yes", ""])
+def test_only_the_label_value_true_exempts(value: str) -> None:
+    stack = [system_namespace("team-a", value), Resource(golden.POD, "root", root_pod_in("team-a"))]
+    assert run_stack(policy, stack).violations == [MAY_RUN_AS_ROOT], 'the admission binding matches "true" only'
+
+
+def test_a_label_unknown_during_preview_is_not_applicable_and_a_known_one_decides() -> None:
+    stack = [system_namespace("team-a", UNKNOWN_STRING_VALUE), Resource(golden.POD, "root", root_pod_in("team-a"))]
+    outcome = run_stack(policy, stack)
+    assert outcome.violations == [] and outcome.not_applicable, "the pod may be in a system namespace"
+    stack = [system_namespace("team-b"), Resource(golden.POD, "root", root_pod_in("team-a"))]
+    assert run_stack(policy, stack).violations == [MAY_RUN_AS_ROOT], "another namespace's label exempts nothing"
+
+
+def test_a_namespace_unknown_during_preview_is_refused_when_no_namespace_of_the_stack_is_exempt() -> None:
+    pod = root_pod_in(UNKNOWN_STRING_VALUE)
+    assert run_resource(policy, golden.POD, pod).violations == [MAY_RUN_AS_ROOT], (
+        "whatever the namespace turns out to be, the stack exempts none"
+    )
+    outcome = run_stack(policy, [system_namespace("gpu-fractioning"), Resource(golden.POD, "root", pod)])
+    assert outcome.violations == [] and outcome.not_applicable, "the pod may land in the system namespace"
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "gpu-memory",
+        "gpu-fraction-num-devices",
+        "nvidia.com/container.main.gpu-memory.request",
+        "nvidia.com/container.main.gpu-memory.limit",
+    ],
+)
+def test_every_fraction_marker_makes_a_pod_fractional(marker: str) -> None:
+    pod = root_pod_in("default")
+    pod["metadata"]["annotations"] = {marker: "1024"}
+    assert run_resource(policy, golden.POD, pod).violations == [MAY_RUN_AS_ROOT], f"{marker} asks for a fraction"
+
+
+@pytest.mark.parametrize(
+    "annotation", ["nvidia.com/container.main.gpu-compute.mode", "nvidia.com/container.a.b.gpu-memory.request"]
+)
+def test_other_nvidia_annotations_do_not_make_a_pod_fractional(annotation: str) -> None:
+    pod = root_pod_in("default")
+    pod["metadata"]["annotations"] = {annotation: "sm-sharing"}
+    assert run_resource(policy, golden.POD, pod).violations == [], "only the memory request and limit count"
+
+
+def test_an_annotation_on_the_workload_itself_does_not_reach_its_pods() -> None:
+    pod = root_pod_in("default")
+    annotations = pod["metadata"].pop("annotations")
+    props = golden.in_workload(golden.DEPLOYMENT, pod)
+    props["metadata"]["annotations"] = annotations
+    assert run_resource(policy, golden.DEPLOYMENT, props).violations == [], "the template carries no fraction"
+
+
+def test_added_capabilities_fail() -> None:
+    pod = golden.smoke_pod()
+    container(pod)["capabilities"] = {"add": ["SYS_ADMIN"], "drop": ["ALL"]}
+    assert run_resource(policy, golden.POD, pod).violations == [
+        f"{SUBJECT} adds the capabilities 'SYS_ADMIN'; remove securityContext.capabilities.add (and drop ALL): an "
+        "added capability widens what the container may do to the node and its MPS server."
+    ], "a capability is root's power in pieces"
+
+
+def test_an_ephemeral_container_is_checked_too() -> None:
+    pod = golden.smoke_pod()
+    pod["spec"]["ephemeralContainers"] = [{"name": "debug", "image": "busybox", "securityContext": {"runAsUser": 0}}]
+    assert len(run_resource(policy, golden.POD, pod).violations) == 2, "UID 0 and escalation allowed"
+
+
+@pytest.mark.parametrize("workload", ["kubernetes:core/v1:ReplicationController", "kubernetes:example.com/v1:Trainer"])
+def test_any_resource_with_a_pod_template_is_checked(workload: str) -> None:
+    props = golden.in_workload(golden.DEPLOYMENT, root_pod_in("default"))
+    assert len(run_resource(policy, workload, props).violations) == 1, f"a {workload} creates pods from its template"
+
+
+def test_a_pod_template_resource_is_checked() -> None:
+    pod = root_pod_in("default")
+    props = {"metadata": {"name": "t"}, "template": {"metadata": pod["metadata"], "spec": pod["spec"]}}
+    assert run_resource(policy, "kubernetes:core/v1:PodTemplate", props).violations == [
+        f"{SUBJECT} may run as root; set template.spec.securityContext.runAsNonRoot: true "
+        "(or runAsNonRoot: true on every container)."
+    ], "a PodTemplate is a pod for whoever instantiates it"
+
+
+def test_a_patch_is_judged_by_what_it_sets() -> None:
+    patch = {
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "template": {
+                "metadata": {"annotations": {"gpu-fraction": "0.5"}},
+                "spec": {"containers": [{"name": "web", "securityContext": {"runAsUser": 0, "privileged": True}}]},
+            }
+        },
+    }
+    assert run_resource(policy, "kubernetes:apps/v1:DeploymentPatch", patch).violations == [
+        "Container 'web' of a pod that asks for a GPU fraction runs as UID 0 through securityContext.runAsUser; "
+        "run it as a non-zero UID.",
+        "Container 'web' of a pod that asks for a GPU fraction is privileged; remove securityContext.privileged: true.",
+    ], "what the patch leaves out is the cluster's, but what it sets is known"
 
 
 def test_an_unknown_annotation_value_still_marks_the_pod_as_fractional() -> None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from gpu_policies.facts import KAI_CONFIG, SYSTEM_NAMESPACE_LABEL
 from gpu_policies.gpu_pod_require_runtime_class import policy
+from gpu_policies.kube import NAMESPACE
+from gpu_policies.releases import CRD
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from tests.policy import golden
-from tests.policy.harness import run_resource
+from tests.policy.golden import Resource
+from tests.policy.harness import run_resource, run_stack
 
 TEMPLATE_PREFIXES = {
     golden.DEPLOYMENT: "spec.template.",
@@ -83,12 +87,21 @@ def test_a_pod_without_a_gpu_request_is_ignored() -> None:
     assert run_resource(policy, golden.POD, pod).violations == [], "CPU pods keep the default runtime"
 
 
-def test_pods_in_exempt_namespaces_are_ignored_unless_config_removes_the_exemption() -> None:
+def test_pods_in_a_system_namespace_of_this_stack_are_exempt_and_a_name_is_not_enough() -> None:
     pod = without_runtime_class(golden.whole_gpu_pod())
     pod["metadata"]["namespace"] = "gpu-operator"
-    assert run_resource(policy, golden.POD, pod).violations == [], "GPU Operator daemons are exempt by default"
-    assert len(run_resource(policy, golden.POD, pod, {"exemptNamespaces": []}).violations) == 1, (
-        "an empty exemption list checks every namespace"
+    assert len(run_resource(policy, golden.POD, pod).violations) == 1, "a namespace name exempts nothing"
+    labelled = {"metadata": {"name": "gpu-operator", "labels": {SYSTEM_NAMESPACE_LABEL: "true"}}}
+    stack = [Resource(NAMESPACE, "gpu-operator", labelled), Resource(golden.POD, "daemon", pod)]
+    assert run_stack(policy, stack).violations == [], "GPU Operator daemons live in the stack's system namespace"
+
+
+@pytest.mark.parametrize("resource", ["nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared", "nvidia.com/gpumem"])
+def test_every_nvidia_gpu_resource_needs_the_runtime_class(resource: str) -> None:
+    pod = without_runtime_class(golden.whole_gpu_pod())
+    pod["spec"]["containers"][0]["resources"] = {"limits": {resource: "1"}}
+    assert run_resource(policy, golden.POD, pod).violations == [pod_missing("spec.runtimeClassName", resource)], (
+        f"{resource} is a GPU too"
     )
 
 
@@ -124,11 +137,32 @@ def test_the_reservation_key_the_chart_ignores_gets_a_hint() -> None:
     ], "KAI's HAMi README uses a key the chart never reads"
 
 
-def test_a_namespace_unknown_during_preview_is_not_applicable() -> None:
-    pod = without_runtime_class(golden.smoke_pod())
-    pod["metadata"]["namespace"] = UNKNOWN_STRING_VALUE
+def test_a_runtime_class_unknown_during_preview_is_not_applicable() -> None:
+    pod = golden.smoke_pod()
+    pod["spec"]["runtimeClassName"] = UNKNOWN_STRING_VALUE
     outcome = run_resource(policy, golden.POD, pod)
-    assert outcome.violations == [] and outcome.not_applicable, "exemption cannot be decided, so no verdict"
+    assert outcome.violations == [] and outcome.not_applicable, "no verdict on a value not known yet"
+
+
+def test_a_rendered_kai_config_carries_the_reservation_runtime_class() -> None:
+    config = {"metadata": {"name": "kai-config"}, "spec": {"binder": {"resourceReservation": {"runtimeClassName": ""}}}}
+    assert run_resource(policy, KAI_CONFIG, config).violations == [
+        "spec.binder.resourceReservation.runtimeClassName of Config 'under-test' is not set, so KAI's GPU reservation "
+        "pods cannot load NVML and fractional pods stay Pending; set it to 'nvidia'."
+    ], "a Chart resource hands the pack the Config it renders from binder.runtimeClassName"
+
+
+def test_a_kai_chart_that_renders_no_kai_config_fails() -> None:
+    stack = [
+        Resource(golden.CHART_V4, "kai", {}),
+        Resource(CRD, "kai:configs.kai.scheduler", {"metadata": {"name": "configs.kai.scheduler"}}),
+    ]
+    outcome = run_stack(policy, stack, parents={"kai:configs.kai.scheduler": "kai"})
+    assert outcome.violations == [
+        "Chart 'kai' installs KAI but renders no kai-config Config: a Chart resource runs no Helm hooks, so KAI's "
+        "kai-config-deployer hook never creates it, KAI never starts, and binder.runtimeClassName cannot be "
+        "checked; set kaiConfig.render: true and kaiConfigDeployer.enabled: false."
+    ], "without hooks the Config only exists when the chart renders it inline"
 
 
 def test_an_image_unknown_during_preview_does_not_stop_the_check() -> None:

@@ -25,26 +25,83 @@ def test_golden_pods_pass(pod: golden.Props) -> None:
     assert run_resource(policy, golden.POD, pod).violations == [], "the guide's and the lab's pods are valid"
 
 
-@pytest.mark.parametrize("fraction", ["1", "1.0", "0.25", "0.01"])
-def test_fractions_in_the_half_open_unit_interval_pass(fraction: str) -> None:
+FRACTION_FORM = (
+    "set it to a decimal strictly between 0 and 1, such as '0.5', written as KAI parses it: digits with one point "
+    "and an optional exponent, and no spaces, underscores, hexadecimal or NaN."
+)
+MEMORY_FORM = "set it to a positive whole number of MiB with no unit, sign or spaces, such as '20480'."
+
+
+@pytest.mark.parametrize("fraction", ["0.25", "0.01", ".5", "5e-1", "+0.5", "0.999"])
+def test_fractions_strictly_between_zero_and_one_pass(fraction: str) -> None:
     assert run_resource(policy, golden.POD, with_annotation("gpu-fraction", fraction)).violations == [], (
-        f"{fraction} is in (0, 1]"
+        f"{fraction} is in (0, 1) as Go's strconv.ParseFloat reads it"
     )
 
 
-@pytest.mark.parametrize("fraction", ["0", "1.5", "-0.5", "half", "50%", "", "nan", "inf"])
-def test_a_fraction_outside_the_half_open_unit_interval_fails(fraction: str) -> None:
+@pytest.mark.parametrize(
+    "fraction",
+    [
+        "1",
+        "1.0",
+        "1e0",
+        "0",
+        "1.5",
+        "-0.5",
+        "half",
+        "50%",
+        "",
+        "nan",
+        "NaN",
+        "inf",
+        "0.5 ",
+        " 0.5",
+        "0.2_5",
+        "0x1p-1",
+        "0,5",
+        "５e-1",
+    ],
+)
+def test_a_fraction_kai_refuses_fails(fraction: str) -> None:
     assert run_resource(policy, golden.POD, with_annotation("gpu-fraction", fraction)).violations == [
-        f"Annotation gpu-fraction is {fraction!r}; set it to a number greater than 0 and at most 1, such as '0.5'."
-    ], "KAI reads the fraction as a portion of one GPU"
+        f"Annotation gpu-fraction is {fraction!r}; {FRACTION_FORM}"
+    ], "KAI reads the fraction as a portion of one GPU, strictly below a whole one"
 
 
-@pytest.mark.parametrize("memory", ["20Gi", "0", "-1", "1.5", "", "20480Mi"])
+@pytest.mark.parametrize("memory", ["20480", "020480", "1"])
+def test_gpu_memory_as_whole_mib_passes(memory: str) -> None:
+    assert run_resource(policy, golden.POD, with_annotation("gpu-memory", memory)).violations == [], (
+        "strconv.ParseUint reads leading zeros"
+    )
+
+
+@pytest.mark.parametrize("memory", ["20Gi", "0", "-1", "+5", "1.5", "", "20480Mi", "20480 ", "2_048"])
 def test_gpu_memory_that_is_not_a_positive_whole_number_of_mib_fails(memory: str) -> None:
     assert run_resource(policy, golden.POD, with_annotation("gpu-memory", memory)).violations == [
-        f"Annotation gpu-memory is {memory!r}; set it to a positive whole number of MiB without a unit, "
-        "such as '20480'."
+        f"Annotation gpu-memory is {memory!r}; {MEMORY_FORM}"
     ], "KAI reads gpu-memory as MiB with no suffix"
+
+
+def test_a_device_count_needs_a_fraction_and_a_positive_count() -> None:
+    pod = with_annotation("gpu-fraction-num-devices", "2")
+    assert run_resource(policy, golden.POD, pod).violations == [
+        "Annotation gpu-fraction-num-devices is set without gpu-fraction or gpu-memory; KAI reads the device "
+        "count only with a fraction: add one of them, or remove gpu-fraction-num-devices."
+    ], "the count multiplies a fraction"
+    pod["metadata"]["annotations"]["gpu-fraction"] = "0.5"
+    assert run_resource(policy, golden.POD, pod).violations == [], "two halves of two GPUs"
+    pod["metadata"]["annotations"]["gpu-fraction-num-devices"] = "0"
+    assert run_resource(policy, golden.POD, pod).violations == [
+        "Annotation gpu-fraction-num-devices is '0'; set it to a positive whole number of GPUs, such as '2'."
+    ], "zero devices is no request"
+
+
+def test_a_fraction_and_a_memory_request_together_fail() -> None:
+    pod = with_annotation("gpu-fraction", "0.5")
+    pod["metadata"]["annotations"]["gpu-memory"] = "20480"
+    assert run_resource(policy, golden.POD, pod).violations == [
+        "Annotations gpu-fraction and gpu-memory are both set and KAI refuses the pair; keep one of them."
+    ], "KAI takes one or the other"
 
 
 def test_a_fraction_combined_with_a_whole_gpu_resource_fails() -> None:

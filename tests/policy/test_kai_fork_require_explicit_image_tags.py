@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from gpu_policies.facts import KAI_CONFIG
 from gpu_policies.kai_fork_require_explicit_image_tags import policy
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from tests.policy import golden
-from tests.policy.golden import TAG, Resource
+from tests.policy.golden import REGISTRY, TAG, Resource
 from tests.policy.harness import run_stack
 from tests.policy.test_kai_fork_require_paired_image_tags import pop_value, prebuilt, set_deployed_tags, set_value
 
@@ -84,11 +85,55 @@ def test_forbidden_tags_are_configurable() -> None:
     assert run_stack(policy, stack, {"forbiddenTags": []}).violations == [], "an empty list forbids nothing"
 
 
-def test_a_helm_v4_chart_with_a_default_tag_fails() -> None:
-    fractioning = golden.fractioning_release()
-    fractioning["values"]["images"]["operator"]["tag"] = "latest"
-    stack = [Resource(golden.CHART_V4, "agents", fractioning)]
-    assert run_stack(policy, stack).violations == [default_tag("images.operator.tag", "gpu-fractioning", "latest")]
+def test_a_per_service_tag_override_is_checked_too() -> None:
+    stack = prebuilt(golden.fork_stack())
+    set_value(stack, "kai-scheduler", "binder", {"runtimeClassName": "nvidia", "image": {"tag": "latest"}})
+    assert run_stack(policy, stack).violations == [default_tag("binder.image.tag", "kai-scheduler", "latest")], (
+        "KAI's chart prefers <service>.image.tag over global.tag"
+    )
+
+
+def test_an_explicit_default_tag_on_kai_fails_even_when_its_mode_is_unknown() -> None:
+    kai = golden.kai_release()
+    kai["values"]["global"].update(tag="latest", gpuSharingMode=UNKNOWN_STRING_VALUE)
+    assert run_stack(policy, [Resource(golden.RELEASE, "kai-scheduler", kai)]).violations == [
+        default_tag("global.tag", "kai-scheduler", "latest")
+    ], "latest is never the right KAI tag, fork or not"
+
+
+def test_a_digest_pinned_tag_is_explicit() -> None:
+    stack = prebuilt(golden.fork_stack())
+    set_value(stack, "gpu-fractioning", "images.mpsd.tag", f"{TAG}@sha256:{'a' * 64}")
+    set_value(stack, "gpu-fractioning", "images.metricsd.tag", f"sha256:{'b' * 64}")
+    assert run_stack(policy, stack).violations == [], "a digest names one build"
+
+
+def test_a_rendered_kai_config_with_a_default_tag_fails() -> None:
+    stack = [Resource(golden.CHART_V4, "kai", {}), Resource(KAI_CONFIG, "kai:kai-config", rendered_config("latest"))]
+    outcome = run_stack(policy, stack, parents={"kai:kai-config": "kai"})
+    assert outcome.violations[0] == (
+        "spec.admission.service.image.tag of Config 'kai:kai-config' of chart 'kai' is 'latest', a chart or "
+        "Makefile default rather than your fork build; set it to the tag you built and pushed."
+    ), "a Chart resource hands the pack the Config it renders, never its values"
+    assert len(outcome.violations) == 3, "admission, binder and the reservation image"
+
+
+def rendered_config(tag: str) -> golden.Props:
+    image = {"repository": f"{REGISTRY}/kai-scheduler", "tag": tag}
+    return {
+        "metadata": {"name": "kai-config"},
+        "spec": {
+            "global": {"gpuSharingMode": "NvFractions"},
+            "admission": {"service": {"image": {"name": "admission", **image}}},
+            "binder": {
+                "service": {"image": {"name": "binder", **image}},
+                "resourceReservation": {
+                    "runtimeClassName": "nvidia",
+                    "image": {"name": "resourcereservation", **image},
+                },
+            },
+        },
+    }
 
 
 def test_a_tag_unknown_during_preview_is_not_a_violation() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gpu_policies.kai_fork_require_paired_image_tags import policy
+from gpu_policies.releases import CRD
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from tests.policy import golden
@@ -154,18 +155,76 @@ def test_fork_node_agents_next_to_the_public_kai_chart_fail() -> None:
     )
 
 
-def test_helm_v4_charts_are_recognised_by_chart_name() -> None:
-    kai, fractioning = golden.kai_release(), golden.fractioning_release()
-    kai.update(name="scheduler", chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler")
-    fractioning["values"]["images"]["operator"]["tag"] = "exp-7"
-    stack = [
-        Resource(golden.CHART_V4, "scheduler", kai),
-        Resource(golden.CHART_V4, "agents", fractioning),
-    ]
+def test_digest_pinned_node_agents_pass_with_the_built_tag() -> None:
+    stack = golden.fork_stack()
+    for agent in golden.NODE_AGENTS:
+        set_value(stack, "gpu-fractioning", f"images.{agent}.tag", f"{TAG}@sha256:{'c' * 64}")
+    assert run_stack(policy, stack).violations == [], "the tag part is the built tag; the digest pins it"
+
+
+def test_a_per_service_tag_is_part_of_the_pair() -> None:
+    stack = prebuilt(golden.fork_stack())
+    set_value(stack, "kai-scheduler", "scheduler", {"image": {"tag": "smshare-0000000-af0544e"}})
     assert run_stack(policy, stack).violations == [
-        f"images.operator.tag of release 'gpu-fractioning' is 'exp-7' but global.tag of release 'scheduler' is "
-        f"{TAG!r}; deploy both forks with one tag, because they only work as a matched pair."
-    ], "a v4 Chart is a release too"
+        "scheduler.image.tag of release 'kai-scheduler' is 'smshare-0000000-af0544e' but global.tag of release "
+        f"'kai-scheduler' is {TAG!r}; deploy both forks with one tag, because they only work as a matched pair."
+    ], "the scheduler runs its own tag"
+
+
+@pytest.mark.parametrize("release", ["kai-scheduler", "gpu-fractioning"])
+def test_fips_mode_fails_unless_the_stack_builds_fips_images(release: str) -> None:
+    stack = golden.fork_stack()
+    set_value(stack, release, "global", {**props_of(stack, release)["values"].get("global", {}), "fipsMode": "on"})
+    violations = run_stack(policy, stack).violations
+    assert f"global.fipsMode of release {release!r} is 'on', so the chart appends -fips" in violations[-1], (
+        "the chart then deploys <tag>-fips, which the fork build never pushed"
+    )
+    set_built_tags(stack, f"{TAG}-fips")
+    set_deployed_tags(stack, TAG)
+    for other in {"kai-scheduler", "gpu-fractioning"} - {release}:
+        set_value(stack, other, "global", {**props_of(stack, other)["values"].get("global", {}), "fipsMode": "on"})
+    assert run_stack(policy, stack).violations == [], "a stack that builds the -fips pair may deploy it"
+
+
+def test_both_forks_from_upstream_while_the_stack_builds_them_fails() -> None:
+    stack = golden.fork_stack()
+    set_value(stack, "kai-scheduler", "global.registry", "ghcr.io/kai-scheduler/kai-scheduler")
+    for agent in golden.NODE_AGENTS:
+        set_value(
+            stack, "gpu-fractioning", f"images.{agent}.repository", f"ghcr.io/kai-scheduler/kai-gpu-fractioning/{agent}"
+        )
+    violations = run_stack(policy, stack).violations
+    assert len(violations) == 5 and violations[0] == (
+        "global.registry of release 'kai-scheduler' is under 'ghcr.io/kai-scheduler' but this stack builds the "
+        f"forks under {REGISTRY!r}; deploy the images from the registry you push them to."
+    ), "one registry base for both is not enough: it must be where the stack pushes"
+
+
+def test_a_rendered_gpu_fractioning_operator_passes_its_images_on() -> None:
+    agents = [("MPSD", "mpsd"), ("FRACTIOND", "fractiond"), ("METRICSD", "metricsd")]
+    env = [
+        item
+        for name, agent in agents
+        for item in (
+            {"name": f"{name}_IMAGE_REPOSITORY", "value": f"{REGISTRY}/kai-gpu-fractioning/{agent}"},
+            {"name": f"{name}_IMAGE_TAG", "value": "exp-7" if agent == "mpsd" else TAG},
+        )
+    ]
+    container = {"name": "manager", "image": f"{REGISTRY}/kai-gpu-fractioning/operator:{TAG}", "env": env}
+    operator = {"metadata": {"name": "gpu-fractioning"}, "spec": {"template": {"spec": {"containers": [container]}}}}
+    crd = {"metadata": {"name": "gpufractioningconfigs.gpu-fractioning.kai.scheduler"}}
+    stack = [
+        Resource(golden.RELEASE, "kai-scheduler", golden.kai_release()),
+        Resource(golden.CHART_V4, "agents", {}),
+        Resource(CRD, "agents:crd", crd),
+        Resource(golden.DEPLOYMENT, "agents:gpu-fractioning/gpu-fractioning", operator),
+    ]
+    parents = {"agents:crd": "agents", "agents:gpu-fractioning/gpu-fractioning": "agents"}
+    assert run_stack(policy, stack, parents=parents).violations == [
+        "MPSD_IMAGE_TAG of container 'manager' of Deployment 'agents:gpu-fractioning/gpu-fractioning' of chart "
+        f"'agents' is 'exp-7' but global.tag of release 'kai-scheduler' is {TAG!r}; deploy both forks with one tag, "
+        "because they only work as a matched pair."
+    ], "a Chart resource shows the images its operator hands the node agents"
 
 
 def test_tags_unknown_during_preview_skip_only_the_tag_checks() -> None:

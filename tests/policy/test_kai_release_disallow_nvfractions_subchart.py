@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from gpu_policies.kai_release_disallow_nvfractions_subchart import policy
+from gpu_policies.releases import CRD
 from pulumi_policy.proxy import UNKNOWN_BOOLEAN_VALUE
 
 from tests.policy import golden
-from tests.policy.harness import run_resource
+from tests.policy.golden import Resource
+from tests.policy.harness import run_resource, run_stack, urn_of
 
 SUBCHART = (
-    "global.nvFractions.set is true, which installs the upstream gpu-fractioning subchart from ghcr.io "
-    "instead of your fork; leave it at its default, false, and install the fork's chart as its own release."
+    "global.nvFractions.set of release 'kai-scheduler' is true, which installs the upstream gpu-fractioning "
+    "subchart from ghcr.io instead of your fork; leave it at false and install the fork's chart as its own release."
 )
 
 
@@ -31,11 +35,36 @@ def test_the_lab_release_without_the_key_passes() -> None:
     )
 
 
-@pytest.mark.parametrize("value", [True, "true", "True"])
-def test_turning_the_subchart_on_fails(value: object) -> None:
-    assert run_resource(policy, golden.RELEASE, kai_with_subchart(value)).violations == [SUBCHART], (
-        "a bool or a --set style string both install the upstream subchart"
+def test_turning_the_subchart_on_fails() -> None:
+    assert run_resource(policy, golden.RELEASE, kai_with_subchart(True)).violations == [SUBCHART], (
+        "true installs the upstream subchart"
     )
+
+
+@pytest.mark.parametrize("value", ["true", "True", "false", "0", 0])
+def test_any_value_that_is_not_a_boolean_fails(value: object) -> None:
+    assert run_resource(policy, golden.RELEASE, kai_with_subchart(value)).violations == [
+        f"global.nvFractions.set of release 'kai-scheduler' is {value!r}, not a boolean: Helm keeps a subchart on "
+        "for any condition value that is not false, so this installs the upstream gpu-fractioning subchart from "
+        "ghcr.io; write false unquoted, or leave it at false and install the fork's chart as its own release."
+    ], "Helm reads a condition as a boolean only when it is one"
+
+
+def test_a_vendored_chart_that_defaults_the_subchart_on_fails(tmp_path: Path) -> None:
+    chart = tmp_path / "vendored"
+    chart.mkdir()
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: kai-scheduler\nversion: 0.0.0\n")
+    (chart / "values.yaml").write_text("global:\n  nvFractions:\n    set: true\n")
+    kai = golden.kai_release()
+    del kai["values"]["global"]["nvFractions"]
+    kai["chart"] = str(chart)
+    assert run_resource(policy, golden.RELEASE, kai).violations == [
+        "global.nvFractions.set of release 'kai-scheduler' (the default in the chart's values.yaml) is true, which "
+        "installs the upstream gpu-fractioning subchart from ghcr.io instead of your fork; leave it at false and "
+        "install the fork's chart as its own release."
+    ], "Helm merges the release values over the chart's own defaults"
+    kai["values"]["global"]["nvFractions"] = {"set": False}
+    assert run_resource(policy, golden.RELEASE, kai).violations == [], "the release turns the default off"
 
 
 def test_the_same_key_on_a_chart_that_is_not_kai_is_ignored() -> None:
@@ -43,9 +72,36 @@ def test_the_same_key_on_a_chart_that_is_not_kai_is_ignored() -> None:
     assert run_resource(policy, golden.RELEASE, other).violations == [], "only the KAI release is checked"
 
 
+def test_a_release_named_kai_scheduler_of_another_chart_is_ignored() -> None:
+    other: golden.Props = {"name": "kai-scheduler", "chart": "oci://registry.example.com/charts/redis"}
+    other["values"] = {"global": {"nvFractions": {"set": True}}}
+    assert run_resource(policy, golden.RELEASE, other).violations == [], "a release is its chart, not its name"
+
+
 def test_a_value_unknown_during_preview_is_not_applicable() -> None:
     outcome = run_resource(policy, golden.RELEASE, kai_with_subchart(UNKNOWN_BOOLEAN_VALUE))
     assert outcome.violations == [], "an unknown value is no evidence of a violation"
     assert outcome.not_applicable == (
-        "Not checked during preview: the boolean value at .values.global.nvFractions.set can't be known during preview."
+        "Not checked during preview: global.nvFractions.set of release 'kai-scheduler' can't be known yet."
     ), "the skip names the unknown value"
+
+
+FRACTIONING_CRD = "gpufractioningconfigs.gpu-fractioning.kai.scheduler"
+
+
+def test_a_kai_chart_that_renders_the_gpu_fractioning_subchart_fails() -> None:
+    stack = [
+        Resource(golden.CHART_V4, "kai", {}),
+        Resource(CRD, "kai:configs.kai.scheduler", {"metadata": {"name": "configs.kai.scheduler"}}),
+        Resource(
+            CRD, "kai:gpufractioning", {"metadata": {"name": "gpufractioningconfigs.gpu-fractioning.kai.scheduler"}}
+        ),
+    ]
+    parents = {"kai:configs.kai.scheduler": "kai", "kai:gpufractioning": "kai"}
+    outcome = run_stack(policy, stack, parents=parents)
+    assert outcome.violations == [
+        "Chart 'kai' renders KAI together with the gpu-fractioning subchart (global.nvFractions.set is on), which "
+        "installs upstream gpu-fractioning from ghcr.io instead of your fork; leave it at false and install the "
+        "fork's chart as its own release."
+    ], "a Chart resource shows its rendered objects, never its values"
+    assert outcome.urns == [urn_of(golden.CHART_V4, "kai")], "reported against the Chart"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 import runpy
 from pathlib import Path
@@ -33,6 +35,18 @@ def test_each_module_is_named_after_the_one_policy_it_holds(module: Any) -> None
     short_name = module.__name__.rsplit(".", 1)[-1]
     assert module.policy.name == short_name.replace("_", "-"), "module and policy names must agree"
     assert module.__doc__ and "\n" not in module.__doc__.strip(), "each module has a one-line docstring"
+
+
+def test_every_policy_module_of_the_package_is_registered() -> None:
+    """A policy module the pack does not list never runs; helpers hold no `policy`."""
+    package = Path(gpu_policies.__file__).parent
+    modules = {
+        info.name: importlib.import_module(f"gpu_policies.{info.name}") for info in pkgutil.iter_modules([str(package)])
+    }
+    with_policy = {name for name, module in modules.items() if isinstance(getattr(module, "policy", None), Policy)}
+    named_like_one = {name for name in modules if NAME.fullmatch(name.replace("_", "-"))}
+    registered = {module.__name__.rsplit(".", 1)[-1] for module in POLICY_MODULES}
+    assert with_policy | named_like_one == registered, "add the module to POLICY_MODULES in gpu_policies/__init__.py"
 
 
 def test_policy_names_are_unique() -> None:

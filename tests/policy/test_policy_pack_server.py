@@ -52,25 +52,33 @@ def test_the_served_pack_lists_every_policy_as_mandatory(analyzer: analyzer_pb2_
     )
 
 
+def analyze_stack(analyzer: analyzer_pb2_grpc.AnalyzerStub, resources: list[golden.Resource]) -> Any:
+    request = analyzer_pb2.AnalyzeStackRequest(
+        resources=[
+            analyzer_pb2.AnalyzerResource(type=r.type, properties=struct(r.props), urn=f"urn:{r.name}", name=r.name)
+            for r in resources
+        ]
+    )
+    return analyzer.AnalyzeStack(request)
+
+
 def test_a_pod_violation_reaches_the_engine_as_a_mandatory_diagnostic(
     analyzer: analyzer_pb2_grpc.AnalyzerStub,
 ) -> None:
     pod = golden.smoke_pod()
     del pod["spec"]["runtimeClassName"]
-    request = analyzer_pb2.AnalyzeRequest(type=golden.POD, properties=struct(pod), urn="urn:pod", name="pod")
-    diagnostics = analyzer.Analyze(request).diagnostics
-    assert [(d.policyName, d.enforcementLevel) for d in diagnostics] == [
-        ("gpu-pod-require-runtime-class", analyzer_pb2.MANDATORY)
-    ], "exactly the runtime-class policy fails the preview"
+    diagnostics = analyze_stack(analyzer, [golden.Resource(golden.POD, "pod", pod)]).diagnostics
+    assert [(d.policyName, d.enforcementLevel, d.urn) for d in diagnostics] == [
+        ("gpu-pod-require-runtime-class", analyzer_pb2.MANDATORY, "urn:pod")
+    ], "exactly the runtime-class policy fails the preview, against the pod"
 
 
 def test_an_unknown_value_is_reported_not_applicable_rather_than_cannot_run(
     analyzer: analyzer_pb2_grpc.AnalyzerStub,
 ) -> None:
     pod = golden.smoke_pod()
-    pod["metadata"]["namespace"] = UNKNOWN_STRING_VALUE
-    request = analyzer_pb2.AnalyzeRequest(type=golden.POD, properties=struct(pod), urn="urn:pod", name="pod")
-    response = analyzer.Analyze(request)
+    pod["spec"]["runtimeClassName"] = UNKNOWN_STRING_VALUE
+    response = analyze_stack(analyzer, [golden.Resource(golden.POD, "pod", pod)])
     assert list(response.diagnostics) == [], "no advisory 'can't run policy' noise and no crash"
     assert "gpu-pod-require-runtime-class" in {skip.policy_name for skip in response.not_applicable}
 
@@ -78,13 +86,7 @@ def test_an_unknown_value_is_reported_not_applicable_rather_than_cannot_run(
 def test_a_stack_violation_points_at_the_release(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
     resources = golden.fork_stack()
     next(r for r in resources if r.name == "gpu-fractioning").props["values"]["images"]["mpsd"]["tag"] = ""
-    request = analyzer_pb2.AnalyzeStackRequest(
-        resources=[
-            analyzer_pb2.AnalyzerResource(type=r.type, properties=struct(r.props), urn=f"urn:{r.name}", name=r.name)
-            for r in resources
-        ]
-    )
-    diagnostics = analyzer.AnalyzeStack(request).diagnostics
+    diagnostics = analyze_stack(analyzer, resources).diagnostics
     assert [(d.policyName, d.urn) for d in diagnostics] == [
         ("kai-fork-require-explicit-image-tags", "urn:gpu-fractioning")
     ], "the empty mpsd tag is reported against the gpu-fractioning release"

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from gpu_policies.kube import Component, identify_release, pod_view, split_image_reference
+from gpu_policies.kube import pod_view, split_image_reference
 from gpu_policies.props import dig
+from gpu_policies.releases import Component, identify_release
 from gpu_policies.versions import version_at_least
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
@@ -56,7 +57,8 @@ def test_image_references_split_into_repository_and_tag(reference: str, expected
             Component.KAI_SCHEDULER,
         ),
         ({"name": "agents", "chart": "/src/kai-gpu-fractioning/operator/charts"}, Component.GPU_FRACTIONING),
-        ({"name": "gpu-fractioning", "chart": "./charts"}, Component.GPU_FRACTIONING),
+        ({"name": "gpu-fractioning", "chart": "./charts"}, None),
+        ({"name": "kai-scheduler", "chart": "oci://registry.example.com/charts/redis"}, None),
         ({"name": "operator", "chart": "nvidia/gpu-operator"}, Component.GPU_OPERATOR),
         (
             {"name": "kai-scheduler", "chart": "./kai-gpu-fractioning/operator/charts"},
@@ -66,7 +68,9 @@ def test_image_references_split_into_repository_and_tag(reference: str, expected
         ({"name": UNKNOWN_STRING_VALUE, "chart": UNKNOWN_STRING_VALUE}, None),
     ],
 )
-def test_releases_are_identified_by_release_name_or_chart(props: golden.Props, component: Component | None) -> None:
+def test_releases_are_identified_by_their_chart_never_by_their_name(
+    props: golden.Props, component: Component | None
+) -> None:
     assert identify_release(golden.RELEASE, unknown_checking_proxy(props)) is component, f"{props} misidentified"
 
 
