@@ -135,7 +135,7 @@ def _containers(variable: str) -> str:
 
 def _validations(runtime_class: str) -> list[Json]:
     """What must hold of every fractional pod: (expression, message, message expression naming the
-    field and the fix)."""
+    field and the fix). The API server reports the first that fails, so the most specific come first."""
     fraction, memory, devices = (
         _annotation(k) for k in (FRACTION_ANNOTATION, MEMORY_ANNOTATION, NUM_DEVICES_ANNOTATION)
     )
@@ -149,16 +149,16 @@ def _validations(runtime_class: str) -> list[Json]:
             f"': {runtime_class}' + ' (gpu-fractioning enforces its share only under that runtime)'",
         ),
         (
-            "size(variables.mayRunAsRoot) == 0",
-            f"{subject} may run as root (runAsNonRoot)",
-            f"{_containers('mayRunAsRoot')} + ' may run as root; set ' + {_field('securityContext.runAsNonRoot')} "
-            "+ ': true, and runAsNonRoot: false on no container'",
-        ),
-        (
             "size(variables.runAsUid0) == 0",
             f"{subject} runs as UID 0 (runAsUser)",
             f"{_containers('runAsUid0')} + ' run as UID 0; set runAsUser in ' + {_field('securityContext')} "
             "+ ' or the container\\'s securityContext to a non-zero UID such as 1000'",
+        ),
+        (
+            "size(variables.mayRunAsRoot) == 0",
+            f"{subject} may run as root (runAsNonRoot)",
+            f"{_containers('mayRunAsRoot')} + ' may run as root; set ' + {_field('securityContext.runAsNonRoot')} "
+            "+ ': true, and runAsNonRoot: false on no container'",
         ),
         (
             "size(variables.privileged) == 0",

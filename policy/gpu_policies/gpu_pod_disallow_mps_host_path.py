@@ -14,11 +14,14 @@ from .props import peek
 
 
 def is_canonical(path: str) -> bool:
-    """No `//`, no `.` or `..` segment, no trailing `/` (but `/` itself): the only paths whose relation to
-    the pipe directory can be read from the text."""
+    """Absolute, no `//`, no `.` or `..` segment, no trailing `/` (but `/` itself): the only paths whose
+    relation to the pipe directory can be read from the text (the API server takes a relative path,
+    which the kubelet resolves from wherever it runs)."""
     if path == "/":
         return True
-    return "//" not in path and not path.endswith("/") and not {".", ".."} & set(path.split("/"))
+    return (
+        path.startswith("/") and "//" not in path and not path.endswith("/") and not {".", ".."} & set(path.split("/"))
+    )
 
 
 def reaches_pipe_directory(path: str) -> str | None:
@@ -45,8 +48,8 @@ def check_mps_host_paths(pod: PodView, config: Mapping[str, Any], found: Finding
         why = (
             reaches_pipe_directory(path)
             if is_canonical(path)
-            else "which is not a canonical path (a '//', a '.' or '..' segment, or a trailing '/'), so it may reach "
-            f"the MPS pipe directory {MPS_PIPE_DIRECTORIES[0]}"
+            else "which is not a canonical path (relative, a '//', a '.' or '..' segment, or a trailing '/'), "
+            f"so it may reach the MPS pipe directory {MPS_PIPE_DIRECTORIES[0]}"
         )
         if why is not None:
             name = peek(volume, "name")
@@ -69,7 +72,7 @@ policy = StackValidationPolicy(
     remediation_steps=(
         f"Remove hostPath volumes of {' or '.join(MPS_PIPE_DIRECTORIES)}, of anything inside them, and of "
         "their parents (/, /run, /var, /var/run) from every pod or pod template with a fraction annotation, "
-        "and write every hostPath path canonically (no '//', '.' or '..' segments, no trailing '/'); "
+        "and write every hostPath path canonically (absolute, no '//', '.' or '..' segments, no trailing '/'); "
         "gpu-fractioning mounts each pod's own MPS pipe itself."
     ),
 )

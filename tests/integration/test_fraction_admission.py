@@ -32,12 +32,11 @@ STACK = "admission"
 # privileged GPU daemons, which the stack labels as a system namespace.
 CASES_NAMESPACE = "kgf-guide-cases"
 EXEMPT = "kgf-existing-gpu-daemons"
-RUNTIME_CLASS = {
-    "apiVersion": "node.k8s.io/v1",
-    "kind": "RuntimeClass",
-    "metadata": {"name": "nvidia"},
-    "handler": "nvidia",
-}
+# The RuntimeClasses a GPU cluster has: the GPU Operator's, and a plain one.
+RUNTIME_CLASSES = [
+    {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": name}
+    for name in ("nvidia", "runc")
+]
 
 
 def config(mode: str = "deny") -> dict[str, Any]:
@@ -50,9 +49,9 @@ def config(mode: str = "deny") -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
-    # The cluster as a platform team has it: its namespaces, and the RuntimeClass its GPU Operator made
+    # The cluster as a platform team has it: its namespaces and RuntimeClasses
     # (the API server's RuntimeClass admission refuses a pod naming one that does not exist).
-    kubectl("apply", "-f", "-", input_text=json.dumps(RUNTIME_CLASS))
+    kubectl("apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": RUNTIME_CLASSES}))
     for namespace in (CASES_NAMESPACE, EXEMPT):
         kubectl("create", "namespace", namespace)
     workspace = Workspace.create(tmp_path_factory.mktemp("admission"))
@@ -65,7 +64,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
         for namespace in (CASES_NAMESPACE, EXEMPT, *CREATED_NAMESPACES):
             kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
         CREATED_NAMESPACES.clear()
-        kubectl("delete", "runtimeclass", "nvidia", "--ignore-not-found")
+        kubectl("delete", "runtimeclass", "nvidia", "runc", "--ignore-not-found")
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +108,7 @@ def test_every_case_of_the_shared_table(server: ApiServer, case: GuideCase) -> N
         assert refusal is None, f"{case.case} must be admitted: {refusal}"
         return
     assert refusal is not None, f"{case.case} must be refused"
+    assert case.token is not None, f"{case.case}: a deny case names its token"
     assert f"ValidatingAdmissionPolicy '{POLICY_NAME}'" in refusal, f"{case.case}: refused by something else: {refusal}"
     assert case.token in refusal, f"{case.case}: the message must name {case.token!r}: {refusal}"
 
