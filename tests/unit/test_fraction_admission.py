@@ -262,3 +262,62 @@ def test_the_readmes_admission_profile_commands_make_a_valid_stack(run_program: 
     assert parsed.admission.exempt_namespaces == ["gpu-operator", "kai-scheduler", "gpu-fractioning"]
     engine, _ = run_program(config)
     assert len(engine.created(NAMESPACE_PATCH)) == 3
+
+
+def readme_rule_table() -> dict[str, set[str]]:
+    """The README's rule table: each rule and the enforcers it says hold it."""
+    from tests.unit.test_readme_commands import REPO
+
+    section = (REPO / "README.md").read_text().split("### Rule by rule: who enforces what", 1)[1]
+    rows = re.findall(r"^\| `([a-z-]+)` \|[^|]*\| (yes|no) \| (yes|no) \|$", section, re.M)
+    return {
+        rule: {e for e, says in (("admission", admission), ("pack", pack)) if says == "yes"}
+        for rule, admission, pack in rows
+    }
+
+
+def test_the_readmes_rule_table_is_what_the_case_table_runs() -> None:
+    from tests.guide_rules import RULES, all_cases
+
+    covered: dict[str, set[str]] = {}
+    for case in all_cases():
+        covered.setdefault(case.rule, set()).update(case.enforcers)
+    table = readme_rule_table()
+    assert set(table) == set(RULES) - {"compliant"}, "one row per rule of the case table"
+    for rule, enforcers in table.items():
+        assert enforcers == covered[rule], (
+            f"{rule}: the README says {sorted(enforcers)}, the cases run {sorted(covered[rule])}"
+        )
+
+
+SAMPLES = (
+    *("0.5", ".5", "5e-1", "+0.25", "1.0", "1", "0", "0.5 ", " 0.5", "0.2_5", "NaN", "0x1p-1", "1e400", "5.", "-0.5"),
+    *("20480", "020480", "20480 ", "+5", "0", "20Gi", "1" * 19, "1" * 20, "٣"),
+    *("nvidia.com/container.main.gpu-memory.request", "nvidia.com/container.main.gpu-memory.limit"),
+    *(
+        "nvidia.com/container.a.b.gpu-memory.limit",
+        "nvidia.com/container..gpu-memory.limit",
+        "xnvidia.com/container.m.gpu-memory.limit",
+    ),
+)
+
+
+def test_the_pack_and_the_admission_policy_state_the_same_facts() -> None:
+    """The pack is a package of its own and cannot import the program: each side states the facts,
+    and this holds them to each other (the patterns by what they accept, as CEL's RE2 and Python's
+    re read them alike)."""
+    from gpu_policies import facts
+
+    assert set(facts.FRACTION_ANNOTATIONS) == set(fraction_rules.FRACTION_ANNOTATIONS)
+    assert facts.MPS_PIPE_DIRECTORIES == fraction_rules.MPS_PIPE_DIRECTORIES
+    assert facts.SYSTEM_NAMESPACE_LABEL == vocabulary.SYSTEM_NAMESPACE_LABEL
+    assert {facts.SYSTEM_NAMESPACE_LABEL: facts.SYSTEM_NAMESPACE_VALUE} == vocabulary.SYSTEM_NAMESPACE_LABELS
+    assert facts.GPU_RESOURCE == fraction_rules.WHOLE_GPU_RESOURCE
+    assert facts.DEFAULT_RUNTIME_CLASS == vocabulary.RUNTIME_CLASS
+    for pack, cel in (
+        (facts.FRACTION_PATTERN, fraction_rules.FRACTION_PATTERN),
+        (facts.POSITIVE_WHOLE_NUMBER_PATTERN, fraction_rules.POSITIVE_INTEGER_PATTERN),
+        (facts.CONTAINER_MEMORY_MARKER, fraction_rules.CONTAINER_MEMORY_MARKER),
+    ):
+        for sample in SAMPLES:
+            assert bool(pack.fullmatch(sample)) == bool(re.search(cel, sample, re.ASCII)), (cel, sample)
