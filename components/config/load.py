@@ -168,7 +168,9 @@ def _example_for(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
         inherited = _attribute(context, name, field.alias)
         own = field.examples[0] if field.examples else _NO_EXAMPLE
         default = field.default if isinstance(field.default, BaseModel) else _NO_EXAMPLE
-        example = next((e for e in (inherited, own, default) if e is not _NO_EXAMPLE and e is not None), _NO_EXAMPLE)
+        # An empty list shows no good value, so a default `[]` gives way to the key's own example.
+        found = (e for e in (inherited, own, default) if e is not _NO_EXAMPLE and e is not None and e != [])
+        example = next(found, _NO_EXAMPLE)
         context = example
         current = _nested_model(field.annotation)
     if example is _NO_EXAMPLE and current is not None:

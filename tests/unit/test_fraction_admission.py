@@ -123,7 +123,12 @@ def test_namespaces_the_stack_creates_carry_the_system_label(run_program: Progra
         ),
         ({**LAB, "admission": {"mode": "block"}}, "admission.mode", "'deny', 'warn' or 'audit'"),
         ({**LAB, "admission": {"exemptNamespaces": ["a", "a"]}}, "admission.exemptNamespaces", "more than once"),
-        ({**LAB, "admission": {"exemptNamespaces": ["Kube_System"]}}, "admission.exemptNamespaces[0]", ""),
+        (
+            {**LAB, "admission": {"exemptNamespaces": ["gpu-operator", "Kube_System"]}},
+            "admission.exemptNamespaces[1]",
+            "DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit; "
+            'for example: "gpu-operator"',
+        ),
     ],
 )
 def test_bad_admission_config_names_the_key_and_the_fix(config: dict[str, Any], key: str, reason: str) -> None:
