@@ -518,7 +518,7 @@ class StackConfig(Model):
                         f"admission.exemptNamespaces[{index}]",
                         f"{namespace} is a namespace this stack creates, and labels as a system namespace "
                         "already; list only namespaces that exist without this stack; for example: "
-                        '["gpu-operator"]',
+                        '"gpu-operator"',
                     )
                 )
         chosen = admission.runtime_class
