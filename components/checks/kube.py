@@ -151,18 +151,32 @@ class KubeClient:
     def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> str | None:
         """Creates `manifest` as a server-side dry run, through every admission step and webhook but
         stored nowhere: None when it is admitted, else the API server's message."""
-        group, _, version = api_version.rpartition("/")
+        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"  # the core group has only v1
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        return self._dry_run("POST", f"{base}{scope}/{plural}", manifest, "application/json")
+
+    def dry_run_debug(self, namespace: str, pod: str, container: Json) -> str | None:
+        """What `kubectl debug` sends, as a server-side dry run: a patch of the pod's
+        ephemeralcontainers subresource adding `container`."""
+        return self._dry_run(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/{pod}/ephemeralcontainers",
+            {"spec": {"ephemeralContainers": [container]}},
+            "application/strategic-merge-patch+json",
+        )
+
+    def _dry_run(self, method: str, path: str, body: Json, content_type: str) -> str | None:
         try:
-            if not group:
-                answer = self.core.create_namespaced_pod(namespace, manifest, dry_run="All", _preload_content=False)
-            elif namespace:
-                answer = self.custom.create_namespaced_custom_object(
-                    group, version, namespace, plural, manifest, dry_run="All", _preload_content=False
-                )
-            else:
-                answer = self.custom.create_cluster_custom_object(
-                    group, version, plural, manifest, dry_run="All", _preload_content=False
-                )
+            answer = self.client.call_api(
+                path,
+                method,
+                query_params=[("dryRun", "All")],
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+            )
         except self._api.ApiException as error:
             try:
                 return str(json.loads(error.body).get("message") or error.reason)

@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
+from components.checks.kube import KubeClient
 from components.config.model import GPU_PROFILES, SmokeTestConfig
 from components.config.vocabulary import SYSTEM_NAMESPACE_LABEL
 from components.gpu_cluster.fraction_rules import POLICY_NAME
 from components.gpu_cluster.smoke_pods import SMOKE_POD_NAMES, smoke_pod_manifest
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
 from tests.guide_rules import GuideCase, cases
-from tests.integration.admission import ApiServer, api_server
+from tests.integration.admission import api_server, dry_run_create
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, wait_until
 
 pytestmark = pytest.mark.integration
@@ -68,7 +69,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
 
 
 @pytest.fixture(scope="module")
-def server(stack: Workspace) -> Iterator[ApiServer]:
+def server(stack: Workspace) -> Iterator[KubeClient]:
     with api_server() as found:
         yield found
 
@@ -99,11 +100,11 @@ def test_up_installs_the_policy_and_its_gate_saw_it_refuse(stack: Workspace) -> 
 
 
 @pytest.mark.parametrize("case", cases("admission"), ids=lambda case: case.case)
-def test_every_case_of_the_shared_table(server: ApiServer, case: GuideCase) -> None:
+def test_every_case_of_the_shared_table(server: KubeClient, case: GuideCase) -> None:
     assert case.manifest is not None, f"{case.case}: an admission case is a Kubernetes object"
     manifest = copy.deepcopy(case.manifest)
     namespace = manifest.setdefault("metadata", {}).setdefault("namespace", namespace_for(case))
-    refusal = server.dry_run_create(manifest, namespace)
+    refusal = dry_run_create(server, manifest, namespace)
     if case.expect == "allow":
         assert refusal is None, f"{case.case} must be admitted: {refusal}"
         return
@@ -124,10 +125,10 @@ def project_pods() -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.mark.parametrize(("name", "manifest"), project_pods(), ids=[name for name, _ in project_pods()])
-def test_the_projects_own_pods_are_admitted(server: ApiServer, name: str, manifest: dict[str, Any]) -> None:
+def test_the_projects_own_pods_are_admitted(server: KubeClient, name: str, manifest: dict[str, Any]) -> None:
     manifest = {"apiVersion": "v1", "kind": "Pod", **copy.deepcopy(manifest)}
     manifest["metadata"]["namespace"] = CASES_NAMESPACE
-    assert server.dry_run_create(manifest, CASES_NAMESPACE) is None
+    assert dry_run_create(server, manifest, CASES_NAMESPACE) is None
 
 
 def fraction_pod(name: str, namespace: str, **security: Any) -> dict[str, Any]:
@@ -150,7 +151,7 @@ def fraction_pod(name: str, namespace: str, **security: Any) -> dict[str, Any]:
     }
 
 
-def test_kubectl_debug_cannot_add_a_root_container_to_a_fractional_pod(server: ApiServer) -> None:
+def test_kubectl_debug_cannot_add_a_root_container_to_a_fractional_pod(server: KubeClient) -> None:
     pod = fraction_pod("kgf-debug-target", CASES_NAMESPACE)
     kubectl("create", "-f", "-", input_text=json.dumps(pod))
     try:
@@ -176,11 +177,11 @@ def test_kubectl_debug_cannot_add_a_root_container_to_a_fractional_pod(server: A
         kubectl("-n", CASES_NAMESPACE, "delete", "pod", "kgf-debug-target", "--grace-period=0", "--wait=false")
 
 
-def test_an_existing_namespace_is_exempt_by_its_label_and_kube_system_by_name_is_not(server: ApiServer) -> None:
+def test_an_existing_namespace_is_exempt_by_its_label_and_kube_system_by_name_is_not(server: KubeClient) -> None:
     root = fraction_pod("kgf-root-daemon", EXEMPT, runAsNonRoot=False, runAsUser=0)
-    assert server.dry_run_create(root, EXEMPT) is None, "the labelled namespace of existing GPU daemons"
+    assert dry_run_create(server, root, EXEMPT) is None, "the labelled namespace of existing GPU daemons"
     in_kube_system = {**root, "metadata": {**root["metadata"], "namespace": "kube-system"}}
-    refusal = server.dry_run_create(in_kube_system, "kube-system")
+    refusal = dry_run_create(server, in_kube_system, "kube-system")
     assert refusal is not None and POLICY_NAME in refusal, "kube-system is not exempt by its name"
 
 
