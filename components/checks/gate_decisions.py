@@ -426,9 +426,9 @@ def decide_admission_refusal(refusal: str | None, mode: str) -> ProofResult:
     audit mode the pod is admitted, and only the binding says the policy is in force."""
     check = "refuses-root-fraction-pod"
     if mode != "deny":
-        admitted = refusal is None
-        detail = "admitted, as in " if admitted else f"refused in {mode} mode: {one_line(refusal or '')}, not as in "
-        return ProofResult(check, admitted, f"a root fractional pod was {detail}{mode} mode")
+        if refusal is None:
+            return ProofResult(check, True, f"a root fractional pod is admitted, as {mode} mode does")
+        return ProofResult(check, False, f"a root fractional pod was refused in {mode} mode: {one_line(refusal)}")
     if refusal is not None and f"ValidatingAdmissionPolicy '{POLICY_NAME}'" in refusal:
         return ProofResult(check, True, "a root fractional pod is refused: " + one_line(refusal))
     seen = f"refused by something else: {one_line(refusal)}" if refusal else "admitted"

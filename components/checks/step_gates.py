@@ -96,7 +96,6 @@ def gate_specs(config: StackConfig) -> dict[Step, GateSpec]:
             "fraction-admission",
             PROBE_NAMESPACE,
             config.admission.ready_timeout_seconds,
-            runtime_class=config.fraction_runtime_class,
             admission_mode=config.admission.mode,
         ),
     }
