@@ -62,8 +62,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
         yield workspace
     finally:
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack=STACK, check=False)
-        for namespace in (CASES_NAMESPACE, EXEMPT, *CREATED_NAMESPACES):
-            kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
+        # Waited for: a later module that creates one of them (a case names `gpu-operator`) must not
+        # meet it still terminating, which removes it from under that module's release.
+        kubectl("delete", "namespace", CASES_NAMESPACE, EXEMPT, *CREATED_NAMESPACES, "--ignore-not-found")
         CREATED_NAMESPACES.clear()
         kubectl("delete", "runtimeclass", "nvidia", "runc", "--ignore-not-found")
 
@@ -174,7 +175,7 @@ def test_kubectl_debug_cannot_add_a_root_container_to_a_fractional_pod(server: K
             "a debug container that keeps the pod's non-root settings is admitted"
         )
     finally:
-        kubectl("-n", CASES_NAMESPACE, "delete", "pod", "kgf-debug-target", "--grace-period=0", "--wait=false")
+        kubectl("-n", CASES_NAMESPACE, "delete", "pod", "kgf-debug-target", "--grace-period=0")
 
 
 def test_an_existing_namespace_is_exempt_by_its_label_and_kube_system_by_name_is_not(server: KubeClient) -> None:
