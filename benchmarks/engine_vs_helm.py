@@ -38,13 +38,13 @@ import yaml
 from benchmarks import event_profile
 from components.checks.preflight import read_cluster_facts
 from components.config.load import parse_config
-from components.gpu_cluster import kai_api
 from components.gpu_cluster.kai_scheduler import kai_lab_values
 from components.lab.gpu_node_labels import gpu_node_labels
 from components.lab.isolator import isolator_values
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
 from components.lab.nvml_mock import device_plugin_manifest, nvml_mock_values
 from components.lab.queues import QUEUE_API_VERSION, queue_spec
+from components.vocabulary import kai
 from tests.integration.test_dev_stack import NODE, dev_config
 from tests.integration.workspace import REPO, Workspace, kubectl, wait_until
 
@@ -132,7 +132,7 @@ def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, An
     kubectl("label", "node", *lab.node_names, "--overwrite", *labels)
     install("kai-scheduler", "kai-scheduler", config.kai.namespace, kai_lab_values(config.kai))
     if checks:
-        made_by_the_operator = [f"deployment/{name}" for name in kai_api.DEPLOYMENTS]
+        made_by_the_operator = [f"deployment/{name}" for name in kai.DEPLOYMENTS]
         namespace = ("-n", config.kai.namespace)
 
         def made() -> bool:
@@ -141,7 +141,7 @@ def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, An
         # `until kubectl get ...; do sleep 0.5; done`: `kubectl wait` fails on what does not exist yet.
         wait_until(made, 300, "KAI's Deployments", interval=0.5)
         kubectl("wait", *namespace, "--for=condition=Available", "--timeout=300s", *made_by_the_operator)
-        kai_config = f"{kai_api.CONFIG_PLURAL}.{kai_api.CONFIG_GROUP}/{kai_api.CONFIG_NAME}"
+        kai_config = f"{kai.CONFIG_PLURAL}.{kai.CONFIG_GROUP}/{kai.CONFIG_NAME}"
         kubectl("wait", "--for=condition=Available", "--timeout=300s", kai_config)
     for name, parent in (("default", None), ("default-queue", "default")):
         queue = {

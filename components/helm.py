@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.model import ChartSource
-from components.config.vocabulary import SYSTEM_NAMESPACE_LABELS
+from components.vocabulary.fractions import SYSTEM_NAMESPACE_LABELS
 
 RELEASE_TIMEOUT_SECONDS = 600
 

@@ -17,7 +17,7 @@ from components import helm
 from components.checks.lab_proof import AllocatableSpec, LabSpec
 from components.checks.preflight import run_preflight
 from components.checks.proof_resources import GpusAllocatable, LabProof, SmokeProof, StepGate
-from components.checks.smoke_proof import SmokeSpec
+from components.checks.smoke_proof import SMOKE_POD_NAMES, SmokeSpec
 from components.checks.step_gates import Step, gate_specs
 from components.config.model import StackConfig
 from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
@@ -27,10 +27,10 @@ from components.gpu_cluster.fraction_admission import FractionAdmission
 from components.gpu_cluster.gpu_fractioning import GpuFractioning, gpu_fractioning_values
 from components.gpu_cluster.gpu_operator import GpuOperator
 from components.gpu_cluster.kai_scheduler import KaiKeptObjects, KaiScheduler, kai_fork_values, kai_lab_values
-from components.gpu_cluster.smoke_pods import SMOKE_POD_NAMES, SmokePods
+from components.gpu_cluster.smoke_pods import SmokePods
 from components.lab.gpu_node_labels import GpuNodeLabels
 from components.lab.isolator import Isolator
-from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, LabPods
+from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, SHARED_POD, LabPods
 from components.lab.nvml_mock import NvmlMock
 from components.lab.queues import LabQueues
 
@@ -266,7 +266,9 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
                 gpu_count=lab.gpu.count,
                 gpu_memory_mib=lab.gpu.memory_mib,
                 shared_memory_mib=lab.gpu.memory_mib // 2,
+                shared_pod=SHARED_POD,
                 nodes=tuple(lab.node_names),
+                kai_namespace=config.kai.namespace,
             ),
             kubeconfig=cluster_kubeconfig,
             context=config.cluster.context,

@@ -14,15 +14,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
-GPU_COUNT_LABEL = "nvidia.com/gpu.count"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-GPU_RESOURCE = "nvidia.com/gpu"
-# Node Feature Discovery's label for an NVIDIA PCI device, from which the GPU Operator derives gpu.present.
-NVIDIA_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
+from components.vocabulary.nvidia import (
+    CLUSTER_POLICY_GROUP,
+    CLUSTER_POLICY_PLURAL,
+    CLUSTER_POLICY_VERSION,
+    GPU_COUNT_LABEL,
+    GPU_PRESENT_LABEL,
+    GPU_RESOURCE,
+    NVIDIA_PCI_LABEL,
+)
+
+# The GPU Operator labels its ClusterPolicy with its own version.
 VERSION_LABEL = "app.kubernetes.io/version"
-CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL = "nvidia.com", "v1", "clusterpolicies"
 
 # The five `kubectl auth can-i create <resource> --all-namespaces` checks of the guide, with API groups.
 ADMIN_RESOURCES: dict[str, str] = {

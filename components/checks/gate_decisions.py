@@ -8,11 +8,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from components.checks.cluster_facts import GPU_MEMORY_LABEL, GPU_PRESENT_LABEL, GPU_RESOURCE
 from components.checks.proof import ProofResult
-from components.gpu_cluster.fraction_rules import POLICY_NAME, VALIDATION_ACTIONS
-from components.gpu_cluster.fractioning_api import DAEMONS, NODE_READY_CONDITION
-from components.gpu_cluster.kai_api import WebhookConfiguration
+from components.vocabulary.fractioning import DAEMONS, NODE_READY_CONDITION
+from components.vocabulary.fractions import POLICY_NAME, VALIDATION_ACTIONS
+from components.vocabulary.kai import WebhookConfiguration
+from components.vocabulary.nvidia import GPU_MEMORY_LABEL, GPU_PRESENT_LABEL, GPU_RESOURCE
 
 Json = Mapping[str, Any]
 

@@ -15,7 +15,7 @@ from components.checks.host_check import host_check_script, parse_host_report
 from components.checks.kube import KubeClient
 from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import StackConfig
-from components.gpu_cluster.node_agents import nri_socket_path
+from components.vocabulary.fractioning import nri_socket_path
 
 # Runs the host check script on the named node and returns its combined output.
 HostRunner = Callable[[str], str]

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from components.checks.cluster_facts import HostFacts, version_tuple
+from components.vocabulary.fractioning import NRI_SOCKET
 
-NRI_SOCKET = "/var/run/nri/nri.sock"
 MPS_NAMESPACE_COMMANDS = frozenset({"create", "delete", "list", "set", "get"})
 
 _NOT_FOUND = re.compile(r"command not found|No such file or directory|executable file not found", re.I)

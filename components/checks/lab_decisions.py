@@ -7,9 +7,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from components.checks.cluster_facts import GPU_RESOURCE, parse_quantity
+from components.checks.cluster_facts import parse_quantity
 from components.checks.proof import ProofResult
-from components.config.vocabulary import RUNTIME_CLASS
+from components.vocabulary.nvidia import GPU_RESOURCE, RUNTIME_CLASS
 
 
 def decide_allocatable(allocatable: Mapping[str, Mapping[str, str]], expected: int) -> ProofResult:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from components.checks.cluster_facts import GPU_PRESENT_LABEL
 from components.checks.lab_decisions import (
     decide_allocatable,
     decide_isolator_injection,
@@ -17,13 +16,19 @@ from components.checks.lab_decisions import (
 )
 from components.checks.proof import ProofCluster, ProofResult, guarded, phase, retry
 from components.checks.waiting import Clock
-from components.config.vocabulary import DEFAULT_QUEUE
-from components.gpu_cluster.kai_api import QUEUE_GROUP, QUEUE_PLURAL, QUEUE_VERSION, RESERVATION_NAMESPACE
-from components.lab.lab_pods import SHARED_POD
+from components.config.model import KaiConfig
+from components.vocabulary.kai import (
+    DEFAULT_QUEUE,
+    QUEUE_GROUP,
+    QUEUE_PLURAL,
+    QUEUE_VERSION,
+    RESERVATION_NAMESPACE,
+    SCHEDULER_DEPLOYMENT,
+)
+from components.vocabulary.nvidia import GPU_PRESENT_LABEL
 
 # The lab's whole-GPU pod, which the queue's allocation counts next to the shared pod's slice.
 WHOLE_GPUS = 1
-SCHEDULER_NAMESPACE = "kai-scheduler"
 
 
 @dataclass(frozen=True)
@@ -33,10 +38,12 @@ class LabSpec:
     gpu_count: int
     gpu_memory_mib: int
     shared_memory_mib: int
+    shared_pod: str
     nodes: tuple[str, ...] = ()
     namespace: str = "default"
     queue: str = DEFAULT_QUEUE
-    shared_pod: str = SHARED_POD
+    # Where KAI's scheduler logs each queue's division; stacks proved before it was an input used the default.
+    kai_namespace: str = KaiConfig.model_fields["namespace"].default
     timeout_seconds: int = 300
 
 
@@ -99,10 +106,10 @@ def _queue_allocated(cluster: ProofCluster, spec: LabSpec) -> float | None:
     if allocated is not None:
         return allocated
     # KAI also logs each queue's division; read it when the Queue status carries no allocation.
-    for pod in cluster.list_pods(SCHEDULER_NAMESPACE):
+    for pod in cluster.list_pods(spec.kai_namespace):
         name = str(pod["metadata"]["name"])
-        if name.startswith("kai-scheduler-default"):
-            logged = parse_queue_division_log(cluster.pod_logs(SCHEDULER_NAMESPACE, name), spec.queue)
+        if name.startswith(SCHEDULER_DEPLOYMENT):
+            logged = parse_queue_division_log(cluster.pod_logs(spec.kai_namespace, name), spec.queue)
             if logged is not None:
                 return logged
     return None

@@ -16,7 +16,7 @@ from components.checks.kube import KubeClient
 from components.checks.preflight_rows import Expectations, Finding, Outcome, blocking, evaluate
 from components.config.model import StackConfig
 from components.config.secrets import redact
-from components.gpu_cluster.node_agents import mpsd_memory_limit_mib
+from components.vocabulary.fractioning import mpsd_memory_limit_mib
 
 
 def run_preflight(config: StackConfig) -> list[dict[str, str]]:

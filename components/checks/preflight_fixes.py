@@ -4,8 +4,7 @@ command to run by hand where no node access is configured."""
 from __future__ import annotations
 
 from components.config.model import CheckId
-from components.config.types import MINIMUM_DRIVER_BRANCH
-from components.config.vocabulary import RUNTIME_CLASS
+from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH, RUNTIME_CLASS
 
 FIXES: dict[CheckId, str] = {
     "cluster-admin": (

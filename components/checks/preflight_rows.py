@@ -12,21 +12,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from components.checks.cluster_facts import (
-    ADMIN_RESOURCES,
-    GPU_MEMORY_LABEL,
-    GPU_PRESENT_LABEL,
-    GPU_RESOURCE,
-    ClusterFacts,
-    NodeFacts,
-    version_tuple,
-)
+from components.checks.cluster_facts import ADMIN_RESOURCES, ClusterFacts, NodeFacts, version_tuple
 from components.checks.host_check import MPS_NAMESPACE_COMMANDS
 from components.checks.preflight_fixes import FIXES, HOST_COMMANDS, LAB_RUNTIME_CLASS_FIX
 from components.config.model import CheckId, PreflightConfig
-from components.config.types import MINIMUM_DRIVER_BRANCH
-from components.config.vocabulary import RUNTIME_CLASS
-from components.gpu_cluster.node_agents import mpsd_memory_needed_mib
+from components.vocabulary.fractioning import mpsd_memory_needed_mib
+from components.vocabulary.nvidia import (
+    GPU_MEMORY_LABEL,
+    GPU_PRESENT_LABEL,
+    GPU_RESOURCE,
+    MINIMUM_DRIVER_BRANCH,
+    RUNTIME_CLASS,
+)
 
 Outcome = Literal["pass", "fail", "warn", "not-checked"]
 

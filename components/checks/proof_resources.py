@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+from pydantic import ValidationError
 
 from components.checks.dynamic import (
     ACCESS_KEYS,
@@ -38,12 +39,14 @@ _UNPROVED_KEYS = ACCESS_KEYS | {"results", "report"}
 class _ProofProvider(ResourceProvider):
     kind: ClassVar[str] = "proof"
     report_title: ClassVar[str] = "Proof"
+    spec_type: ClassVar[type[Any]]
 
-    def prove(self, cluster: KubeClient, props: Mapping[str, Any]) -> list[ProofResult]:
+    def prove(self, cluster: KubeClient, spec: Any) -> list[ProofResult]:
         raise NotImplementedError
 
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
-        results = self.prove(KubeClient.connect(props.get("kubeconfig"), props.get("context")), props)
+        cluster = KubeClient.connect(props.get("kubeconfig"), props.get("context"))
+        results = self.prove(cluster, spec_from_props(self.spec_type, props))
         raise_on_failure(self.kind, results)
         return {**props, "results": [r.to_dict() for r in results], "report": format_proof(results, self.report_title)}
 
@@ -54,15 +57,27 @@ class _ProofProvider(ResourceProvider):
         return UpdateResult(outs=self._run(news))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = sorted(k for k in set(olds) | set(news) if k not in _UNPROVED_KEYS and olds.get(k) != news.get(k))
+        old, new = self._proved(olds), self._proved(news)
+        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
+
+    def _proved(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """What the inputs ask to prove: a spec field added since the last update reads as its
+        default, so it re-runs the proof only when it asks for something else."""
+        proved = {k: v for k, v in props.items() if k not in _UNPROVED_KEYS}
+        try:
+            spec = spec_from_props(self.spec_type, props)
+        except ValidationError:  # an input still unknown in a preview: compared as it is
+            return proved
+        return {**proved, **spec_props(spec)}
 
 
 class SmokeProofProvider(_ProofProvider):
+    spec_type = SmokeSpec
     kind = "SmokeProof"
 
-    def prove(self, cluster: KubeClient, props: Mapping[str, Any]) -> list[ProofResult]:
-        return prove_smoke(cluster, spec_from_props(SmokeSpec, props))
+    def prove(self, cluster: KubeClient, spec: SmokeSpec) -> list[ProofResult]:
+        return prove_smoke(cluster, spec)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         # The deviceQuery pod is removed after each run; this only clears one an interrupted run left.
@@ -74,25 +89,28 @@ class SmokeProofProvider(_ProofProvider):
 
 
 class LabProofProvider(_ProofProvider):
+    spec_type = LabSpec
     kind = "LabProof"
 
-    def prove(self, cluster: KubeClient, props: Mapping[str, Any]) -> list[ProofResult]:
-        return prove_lab(cluster, spec_from_props(LabSpec, props))
+    def prove(self, cluster: KubeClient, spec: LabSpec) -> list[ProofResult]:
+        return prove_lab(cluster, spec)
 
 
 class GpusAllocatableProvider(_ProofProvider):
+    spec_type = AllocatableSpec
     kind = "GpusAllocatable"
 
-    def prove(self, cluster: KubeClient, props: Mapping[str, Any]) -> list[ProofResult]:
-        return wait_for_allocatable(cluster, spec_from_props(AllocatableSpec, props))
+    def prove(self, cluster: KubeClient, spec: AllocatableSpec) -> list[ProofResult]:
+        return wait_for_allocatable(cluster, spec)
 
 
 class StepGateProvider(_ProofProvider):
+    spec_type = GateSpec
     kind = "StepGate"
     report_title = "Checks"
 
-    def prove(self, cluster: KubeClient, props: Mapping[str, Any]) -> list[ProofResult]:
-        return wait_for_gate(cluster, spec_from_props(GateSpec, props))
+    def prove(self, cluster: KubeClient, spec: GateSpec) -> list[ProofResult]:
+        return wait_for_gate(cluster, spec)
 
 
 class _ProofResource(Resource):

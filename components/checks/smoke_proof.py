@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.checks.cluster_facts import GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL
 from components.checks.proof import (
     ProofCluster,
     ProofResult,
@@ -31,9 +30,48 @@ from components.checks.smoke_decisions import (
 )
 from components.checks.waiting import Clock
 from components.config.model import SmokeTestConfig
-from components.config.vocabulary import DEFAULT_QUEUE
-from components.gpu_cluster.fractioning_api import MPSD_SELECTOR
-from components.gpu_cluster.smoke_pods import CONTAINER, smoke_pod_manifest
+from components.vocabulary.fractioning import MPSD_SELECTOR
+from components.vocabulary.kai import DEFAULT_QUEUE, SCHEDULER_NAME
+from components.vocabulary.nvidia import GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL, RUNTIME_CLASS
+
+# The pods the smoke test creates (gpu_cluster/smoke_pods.py) and this proof proves.
+SMOKE_POD_NAMES = ("fraction-smoke-a", "fraction-smoke-b")
+CONTAINER = "main"
+
+
+def smoke_pod_manifest(name: str, config: SmokeTestConfig) -> dict[str, Any]:
+    """A fractional pod as the build guide's smoke test defines it.
+
+    It runs as a non-root user: MPS lets root clients raise their own cap or delete a
+    neighbour's namespace. The compute-mode annotation names the container, so both must match.
+    """
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": config.namespace,
+            "labels": {"app": "nvfractions-smoke", "kai.scheduler/queue": config.queue},
+            "annotations": {
+                "gpu-fraction": f"{config.gpu_fraction:g}",
+                f"nvidia.com/container.{CONTAINER}.gpu-compute.mode": "sm-sharing",
+            },
+        },
+        "spec": {
+            "schedulerName": SCHEDULER_NAME,
+            "runtimeClassName": RUNTIME_CLASS,
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
+            "containers": [
+                {
+                    "name": CONTAINER,
+                    "image": config.image,
+                    # They live as long as the stack: a re-run of the proof finds them running.
+                    "command": ["sleep", "infinity"],
+                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                }
+            ],
+        },
+    }
+
 
 DEVICE_QUERY_POD = "fraction-devicequery"
 DEVICE_QUERY_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:devicequery"

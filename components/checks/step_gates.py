@@ -22,22 +22,22 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from components.checks import gate_decisions as decide
-from components.checks.cluster_facts import (
-    CLUSTER_POLICY_GROUP,
-    CLUSTER_POLICY_PLURAL,
-    CLUSTER_POLICY_VERSION,
-    GPU_PRESENT_LABEL,
-    is_gpu_node,
-    node_facts,
-)
+from components.checks.cluster_facts import is_gpu_node, node_facts
 from components.checks.dynamic import ReportedFailure
 from components.checks.proof import ProofResult, failures, format_proof, guarded
 from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import StackConfig
-from components.config.types import MINIMUM_DRIVER_BRANCH
-from components.config.vocabulary import DEFAULT_QUEUE, RUNTIME_CLASS
-from components.gpu_cluster import fractioning_api, kai_api
-from components.gpu_cluster.fraction_rules import FRACTION_ANNOTATION, POLICY_NAME
+from components.vocabulary import fractioning, kai
+from components.vocabulary.fractions import FRACTION_ANNOTATION, POLICY_NAME
+from components.vocabulary.kai import DEFAULT_QUEUE
+from components.vocabulary.nvidia import (
+    CLUSTER_POLICY_GROUP,
+    CLUSTER_POLICY_PLURAL,
+    CLUSTER_POLICY_VERSION,
+    GPU_PRESENT_LABEL,
+    MINIMUM_DRIVER_BRANCH,
+    RUNTIME_CLASS,
+)
 
 Json = dict[str, Any]
 Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning", "fraction-admission"]
@@ -150,12 +150,10 @@ def check_gpu_operator(cluster: GateCluster, spec: GateSpec) -> list[ProofResult
 
 
 def read_kai_config(cluster: GateCluster) -> Json | None:
-    return cluster.read_cluster_object(
-        kai_api.CONFIG_GROUP, kai_api.CONFIG_VERSION, kai_api.CONFIG_PLURAL, kai_api.CONFIG_NAME
-    )
+    return cluster.read_cluster_object(kai.CONFIG_GROUP, kai.CONFIG_VERSION, kai.CONFIG_PLURAL, kai.CONFIG_NAME)
 
 
-def webhook_probes() -> dict[kai_api.Admits, tuple[str, str, str | None, Json]]:
+def webhook_probes() -> dict[kai.Admits, tuple[str, str, str | None, Json]]:
     """One object a webhook of KAI admits, per kind: (apiVersion, plural, namespace, manifest),
     created only as server-side dry runs, so nothing is stored."""
     metadata = {"generateName": "kgf-webhook-probe-"}
@@ -170,28 +168,28 @@ def webhook_probes() -> dict[kai_api.Admits, tuple[str, str, str | None, Json]]:
                 "kind": "Pod",
                 "metadata": metadata,
                 "spec": {
-                    "schedulerName": kai_api.SCHEDULER_NAME,
+                    "schedulerName": kai.SCHEDULER_NAME,
                     "containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}],
                 },
             },
         ),
         "queues": (
-            kai_api.QUEUE_API_VERSION,
-            kai_api.QUEUE_PLURAL,
+            kai.QUEUE_API_VERSION,
+            kai.QUEUE_PLURAL,
             None,
             {
-                "apiVersion": kai_api.QUEUE_API_VERSION,
+                "apiVersion": kai.QUEUE_API_VERSION,
                 "kind": "Queue",
                 "metadata": metadata,
                 "spec": {"resources": {r: unlimited for r in ("cpu", "memory", "gpu")}},
             },
         ),
         "podgroups": (
-            f"{kai_api.PODGROUP_GROUP}/{kai_api.PODGROUP_VERSION}",
-            kai_api.PODGROUP_PLURAL,
+            f"{kai.PODGROUP_GROUP}/{kai.PODGROUP_VERSION}",
+            kai.PODGROUP_PLURAL,
             PROBE_NAMESPACE,
             {
-                "apiVersion": f"{kai_api.PODGROUP_GROUP}/{kai_api.PODGROUP_VERSION}",
+                "apiVersion": f"{kai.PODGROUP_GROUP}/{kai.PODGROUP_VERSION}",
                 "kind": "PodGroup",
                 "metadata": metadata,
                 "spec": {"minMember": 1, "queue": DEFAULT_QUEUE},
@@ -201,7 +199,7 @@ def webhook_probes() -> dict[kai_api.Admits, tuple[str, str, str | None, Json]]:
 
 
 def check_kai_webhooks(cluster: GateCluster, config: Json | None) -> ProofResult:
-    expected = kai_api.webhook_configurations((config or {}).get("spec"))
+    expected = kai.webhook_configurations((config or {}).get("spec"))
     registered = {w.name: cluster.read_webhook_configuration(w.kind, w.name) for w in expected}
     services = {s for found in registered.values() if found for s in decide.webhook_services(found)}
     ready = {s: decide.has_ready_endpoint(cluster.list_endpoint_slices(*s)) for s in services}
@@ -217,9 +215,7 @@ def check_kai_webhooks(cluster: GateCluster, config: Json | None) -> ProofResult
 def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
     deployments = guarded(
         "deployments",
-        lambda: decide.decide_deployments(
-            cluster.list_deployments(spec.namespace), kai_api.DEPLOYMENTS, spec.namespace
-        ),
+        lambda: decide.decide_deployments(cluster.list_deployments(spec.namespace), kai.DEPLOYMENTS, spec.namespace),
     )
     try:
         config = read_kai_config(cluster)
@@ -236,29 +232,29 @@ def check_gpu_fractioning(cluster: GateCluster, spec: GateSpec) -> list[ProofRes
     namespace = spec.namespace
 
     def mpsd_logs() -> dict[str, str]:
-        pods = cluster.list_pods(namespace, fractioning_api.MPSD_SELECTOR)
+        pods = cluster.list_pods(namespace, fractioning.MPSD_SELECTOR)
         return {str(p["metadata"]["name"]): cluster.pod_logs(namespace, str(p["metadata"]["name"])) for p in pods}
 
     return [
         guarded(
             "operator",
             lambda: decide.decide_deployments(
-                cluster.list_deployments(namespace), [fractioning_api.OPERATOR_DEPLOYMENT], namespace
+                cluster.list_deployments(namespace), [fractioning.OPERATOR_DEPLOYMENT], namespace
             ),
         ),
         guarded(
             "daemonsets",
             lambda: decide.decide_daemonsets(
-                cluster.list_daemonsets(namespace, fractioning_api.DAEMONSET_SELECTOR), namespace
+                cluster.list_daemonsets(namespace, fractioning.DAEMONSET_SELECTOR), namespace
             ),
         ),
         guarded(
             "gpu-fractioning-config",
             lambda: decide.decide_fractioning_config(
                 cluster.read_cluster_object(
-                    fractioning_api.CONFIG_GROUP,
-                    fractioning_api.CONFIG_VERSION,
-                    fractioning_api.CONFIG_PLURAL,
+                    fractioning.CONFIG_GROUP,
+                    fractioning.CONFIG_VERSION,
+                    fractioning.CONFIG_PLURAL,
                     "default",
                 )
             ),

@@ -37,7 +37,9 @@ from components.config.types import (
     uses_v_prefix,
     version_order,
 )
-from components.config.vocabulary import DEFAULT_QUEUE, RUNTIME_CLASS, NodeRuntime
+from components.vocabulary.fractioning import NodeRuntime
+from components.vocabulary.kai import DEFAULT_QUEUE
+from components.vocabulary.nvidia import RUNTIME_CLASS
 
 
 class Model(BaseModel):

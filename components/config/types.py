@@ -16,6 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Strict
 
+from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH
+
 # ---------------------------------------------------------------- text
 
 
@@ -167,9 +169,6 @@ _SEMVER = re.compile(
     re.ASCII,
 )
 _DRIVER = re.compile(r"([0-9]{3})\.[0-9]{2,3}(?:\.[0-9]{2})?", re.ASCII)
-# The driver branch MPS v3 namespaces need: the one home of the floor, which preflight and the GPU
-# Operator's gate read too. It stays in this leaf module: the config model must not sit any higher.
-MINIMUM_DRIVER_BRANCH = 615
 
 
 def version_order(version: str) -> tuple[int, ...] | None:

@@ -15,8 +15,7 @@ from typing import Any, Literal
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.vocabulary import SYSTEM_NAMESPACE_LABEL, SYSTEM_NAMESPACE_LABELS
-from components.gpu_cluster.fraction_rules import (
+from components.vocabulary.fractions import (
     CONTAINER_MEMORY_MARKER,
     FRACTION_ANNOTATION,
     FRACTION_ANNOTATIONS,
@@ -26,9 +25,11 @@ from components.gpu_cluster.fraction_rules import (
     NUM_DEVICES_ANNOTATION,
     POLICY_NAME,
     POSITIVE_INTEGER_PATTERN,
+    SYSTEM_NAMESPACE_LABEL,
+    SYSTEM_NAMESPACE_LABELS,
     VALIDATION_ACTIONS,
-    WHOLE_GPU_RESOURCE,
 )
+from components.vocabulary.nvidia import GPU_RESOURCE as GPU_RESOURCE
 
 Json = dict[str, Any]
 AdmissionMode = Literal["deny", "warn", "audit"]
@@ -113,8 +114,8 @@ def _variables() -> list[Json]:
         ),
         "wholeGpu": (
             "variables.containers.filter(c, has(c.resources) && "
-            f"(({_or_empty('c.resources.limits')}).exists(r, r == '{WHOLE_GPU_RESOURCE}') || "
-            f"({_or_empty('c.resources.requests')}).exists(r, r == '{WHOLE_GPU_RESOURCE}'))).map(c, c.name)"
+            f"(({_or_empty('c.resources.limits')}).exists(r, r == '{GPU_RESOURCE}') || "
+            f"({_or_empty('c.resources.requests')}).exists(r, r == '{GPU_RESOURCE}'))).map(c, c.name)"
         ),
     }
     return [{"name": name, "expression": expression} for name, expression in expressions.items()]
@@ -225,8 +226,8 @@ def _validations(runtime_class: str) -> list[Json]:
         ),
         (
             "size(variables.wholeGpu) == 0",
-            f"{subject} also asks for {WHOLE_GPU_RESOURCE}",
-            f"{_containers('wholeGpu')} + ' ask for {WHOLE_GPU_RESOURCE} in a pod that asks for a GPU fraction; "
+            f"{subject} also asks for {GPU_RESOURCE}",
+            f"{_containers('wholeGpu')} + ' ask for {GPU_RESOURCE} in a pod that asks for a GPU fraction; "
             "remove one of the two, KAI refuses the combination'",
         ),
     ]

@@ -10,10 +10,15 @@ import pulumi_kubernetes as k8s
 from components import helm
 from components.checks.teardown import PodsGoneBeforeUninstall
 from components.config.model import GpuFractioningConfig
-from components.config.vocabulary import RUNTIME_SOCKETS
 from components.forks.recipes import GPU_FRACTIONING
-from components.gpu_cluster.fractioning_api import CONFIG_API_VERSION, CONFIG_KIND, MPSD_SELECTOR, OPERATOR_DEPLOYMENT
-from components.gpu_cluster.node_agents import mpsd_memory_limit_mib
+from components.vocabulary.fractioning import (
+    CONFIG_API_VERSION,
+    CONFIG_KIND,
+    MPSD_SELECTOR,
+    OPERATOR_DEPLOYMENT,
+    RUNTIME_SOCKETS,
+    mpsd_memory_limit_mib,
+)
 
 # The guide waits this long for the mpsd pods to terminate; they take about a minute.
 MPSD_STOP_TIMEOUT_SECONDS = 180

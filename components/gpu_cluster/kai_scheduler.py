@@ -10,8 +10,8 @@ import pulumi_kubernetes as k8s
 from components import helm
 from components.checks.teardown import KeptObjectsDeleted
 from components.config.model import ChartSource, KaiConfig
-from components.config.vocabulary import SYSTEM_NAMESPACE_LABELS
-from components.gpu_cluster.kai_api import (
+from components.vocabulary.fractions import SYSTEM_NAMESPACE_LABELS
+from components.vocabulary.kai import (
     CHART_KEPT_QUEUES,
     QUEUE_API_VERSION,
     QUEUE_GROUP,

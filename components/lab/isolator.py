@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 
 from components import helm
 from components.config.model import IsolatorConfig
-from components.config.vocabulary import RUNTIME_CLASS
+from components.vocabulary.nvidia import RUNTIME_CLASS
 
 
 def isolator_values() -> dict[str, Any]:

@@ -8,7 +8,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.model import GpuProfile
-from components.config.vocabulary import DEFAULT_QUEUE, RUNTIME_CLASS
+from components.vocabulary.kai import DEFAULT_QUEUE, SCHEDULER_NAME
+from components.vocabulary.nvidia import RUNTIME_CLASS
 
 WHOLE_GPU_POD = "kai-whole-gpu"
 SHARED_POD = "gpu-sharing-with-isolation"
@@ -32,7 +33,7 @@ def whole_gpu_pod_manifest(await_ready: bool) -> dict[str, Any]:
             "annotations": None if await_ready else SKIP_AWAIT,
         },
         "spec": {
-            "schedulerName": "kai-scheduler",
+            "schedulerName": SCHEDULER_NAME,
             "runtimeClassName": RUNTIME_CLASS,
             "containers": [
                 {
@@ -59,7 +60,7 @@ def shared_pod_manifest(profile: GpuProfile) -> dict[str, Any]:
             "annotations": {"gpu-memory": str(profile.memory_mib // 2), **SKIP_AWAIT},
         },
         "spec": {
-            "schedulerName": "kai-scheduler",
+            "schedulerName": SCHEDULER_NAME,
             "runtimeClassName": RUNTIME_CLASS,
             "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
             "containers": [

@@ -7,8 +7,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.vocabulary import DEFAULT_QUEUE
-from components.gpu_cluster.kai_api import QUEUE_API_VERSION
+from components.vocabulary.kai import DEFAULT_QUEUE, QUEUE_API_VERSION
 
 UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from components.gpu_cluster.fraction_rules import POLICY_NAME
+from components.vocabulary.fractions import POLICY_NAME
 from tests.integration.conftest import leftovers, webhooks_off_the_machine
 from tests.integration.stand_ins import StandInQueueAccounting, isolator_webhook
 from tests.integration.workspace import REPO, Workspace, helm, kubectl_json

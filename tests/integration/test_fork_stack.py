@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.gpu_cluster.fraction_rules import POLICY_NAME
+from components.vocabulary.fractions import POLICY_NAME
 from tests.integration.conftest import NODE, leftovers, mpsd_stops
 from tests.integration.workspace import (
     REPO,

@@ -10,10 +10,10 @@ from typing import Any, get_args
 import pulumi
 import pytest
 
-from components.config import vocabulary
 from components.config.load import ConfigError, parse_config, unread_keys
 from components.gpu_cluster.gpu_fractioning import configuration_warnings, memory_quantity
-from components.gpu_cluster.node_agents import RUNTIME_SOCKETS, mpsd_memory_limit_mib
+from components.vocabulary import fractioning
+from components.vocabulary.fractioning import RUNTIME_SOCKETS, mpsd_memory_limit_mib
 from tests.unit.harness import ProgramRunner
 
 GOOD_REGISTRY = '{"server": "registry.example.com/team/kai-fork"}'
@@ -146,7 +146,7 @@ def test_k3s_and_rke2_use_their_embedded_containerd_socket(runtime: str) -> None
 def test_the_node_runtimes_type_checkers_see_are_those_the_socket_table_knows() -> None:
     """The Literal written out for type checkers, in order (the config schema lists them so), is the
     table's keys: a runtime added to one and not the other fails here."""
-    tree = ast.parse(Path(vocabulary.__file__).read_text())
+    tree = ast.parse(Path(fractioning.__file__).read_text())
     (written,) = (
         [element.value for element in node.value.slice.elts]  # type: ignore[attr-defined]
         for branch in tree.body
@@ -154,7 +154,7 @@ def test_the_node_runtimes_type_checkers_see_are_those_the_socket_table_knows() 
         for node in branch.body
         if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "NodeRuntime"
     )
-    assert written == list(RUNTIME_SOCKETS) == list(get_args(vocabulary.NodeRuntime))
+    assert written == list(RUNTIME_SOCKETS) == list(get_args(fractioning.NodeRuntime))
 
 
 @pytest.mark.parametrize("runtime", list(RUNTIME_SOCKETS))

@@ -15,10 +15,9 @@ import pytest
 
 from components.checks import gate_decisions as decide
 from components.checks.step_gates import CHECKS, GateSpec, admission_probe
-from components.config import vocabulary
 from components.config.load import ConfigError, parse_config
-from components.gpu_cluster import fraction_rules
 from components.gpu_cluster.fraction_admission import MATCHED_RESOURCES, admission_binding, admission_policy
+from components.vocabulary import fractions, nvidia
 from tests.unit.harness import POD, STEP_GATE, ProgramRunner
 
 POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
@@ -48,7 +47,7 @@ def test_the_admission_profile_installs_the_policy_and_nothing_else(run_program:
     kinds = {r.type for r in engine.registrations if r.type.startswith("kubernetes:")}
     assert kinds == {POLICY, BINDING, NAMESPACE_PATCH}
     patch = engine.one(NAMESPACE_PATCH, "fraction-admission-exempt-gpu-operator")
-    assert patch.inputs["metadata"] == {"name": "gpu-operator", "labels": vocabulary.SYSTEM_NAMESPACE_LABELS}
+    assert patch.inputs["metadata"] == {"name": "gpu-operator", "labels": fractions.SYSTEM_NAMESPACE_LABELS}
     assert engine.waits_for(engine.one(BINDING, "fraction-admission-binding"), patch), (
         "the existing system namespaces are exempt before the policy is in force"
     )
@@ -79,7 +78,7 @@ def test_the_binding_skips_only_labelled_namespaces_never_one_by_name() -> None:
     selector = admission_binding("deny")["spec"]["matchResources"]
     assert set(selector) == {"namespaceSelector"}
     assert selector["namespaceSelector"] == {
-        "matchExpressions": [{"key": vocabulary.SYSTEM_NAMESPACE_LABEL, "operator": "NotIn", "values": ["true"]}]
+        "matchExpressions": [{"key": fractions.SYSTEM_NAMESPACE_LABEL, "operator": "NotIn", "values": ["true"]}]
     }
 
 
@@ -108,7 +107,7 @@ def test_namespaces_the_stack_creates_carry_the_system_label(run_program: Progra
     engine, _ = run_program(LAB)
     namespaces = [n for n in engine.created("kubernetes:core/v1:Namespace")]
     assert namespaces and all(
-        n.inputs["metadata"]["labels"][vocabulary.SYSTEM_NAMESPACE_LABEL] == "true" for n in namespaces
+        n.inputs["metadata"]["labels"][fractions.SYSTEM_NAMESPACE_LABEL] == "true" for n in namespaces
     )
 
 
@@ -147,10 +146,10 @@ def test_an_explicit_runtime_class_that_agrees_with_kai_is_accepted() -> None:
 
 # ---------------------------------------------------------------- the gate
 
-POLICY_OBJECT = {"metadata": {"name": fraction_rules.POLICY_NAME, "generation": 2}, "status": {"observedGeneration": 2}}
-BINDING_OBJECT = {"metadata": {"name": fraction_rules.POLICY_NAME}, "spec": {"validationActions": ["Deny"]}}
+POLICY_OBJECT = {"metadata": {"name": fractions.POLICY_NAME, "generation": 2}, "status": {"observedGeneration": 2}}
+BINDING_OBJECT = {"metadata": {"name": fractions.POLICY_NAME}, "spec": {"validationActions": ["Deny"]}}
 REFUSED = (
-    f"pods \"kgf-admission-probe-x\" is invalid: : ValidatingAdmissionPolicy '{fraction_rules.POLICY_NAME}' with "
+    f"pods \"kgf-admission-probe-x\" is invalid: : ValidatingAdmissionPolicy '{fractions.POLICY_NAME}' with "
     "binding 'x' denied request: the pod has no runtimeClassName: nvidia"
 )
 
@@ -220,7 +219,7 @@ def test_the_gate_probes_with_a_dry_run_of_a_root_fractional_pod_in_default() ->
     assert (api_version, plural, namespace) == ("v1", "pods", "default")
     assert manifest == admission_probe()
     assert "runtimeClassName" not in manifest["spec"], "the RuntimeClass plugin must not answer first"
-    assert fraction_rules.FRACTION_ANNOTATION in manifest["metadata"]["annotations"]
+    assert fractions.FRACTION_ANNOTATION in manifest["metadata"]["annotations"]
 
 
 def readme_admission_config() -> dict[str, Any]:
@@ -313,16 +312,16 @@ def test_the_pack_and_the_admission_policy_state_the_same_facts() -> None:
     re read them alike)."""
     from gpu_policies import facts
 
-    assert set(facts.FRACTION_ANNOTATIONS) == set(fraction_rules.FRACTION_ANNOTATIONS)
-    assert facts.MPS_PIPE_DIRECTORIES == fraction_rules.MPS_PIPE_DIRECTORIES
-    assert facts.SYSTEM_NAMESPACE_LABEL == vocabulary.SYSTEM_NAMESPACE_LABEL
-    assert {facts.SYSTEM_NAMESPACE_LABEL: facts.SYSTEM_NAMESPACE_VALUE} == vocabulary.SYSTEM_NAMESPACE_LABELS
-    assert facts.GPU_RESOURCE == fraction_rules.WHOLE_GPU_RESOURCE
-    assert facts.DEFAULT_RUNTIME_CLASS == vocabulary.RUNTIME_CLASS
+    assert set(facts.FRACTION_ANNOTATIONS) == set(fractions.FRACTION_ANNOTATIONS)
+    assert facts.MPS_PIPE_DIRECTORIES == fractions.MPS_PIPE_DIRECTORIES
+    assert facts.SYSTEM_NAMESPACE_LABEL == fractions.SYSTEM_NAMESPACE_LABEL
+    assert {facts.SYSTEM_NAMESPACE_LABEL: facts.SYSTEM_NAMESPACE_VALUE} == fractions.SYSTEM_NAMESPACE_LABELS
+    assert facts.GPU_RESOURCE == nvidia.GPU_RESOURCE
+    assert facts.DEFAULT_RUNTIME_CLASS == nvidia.RUNTIME_CLASS
     for pack, cel in (
-        (facts.FRACTION_PATTERN, fraction_rules.FRACTION_PATTERN),
-        (facts.POSITIVE_WHOLE_NUMBER_PATTERN, fraction_rules.POSITIVE_INTEGER_PATTERN),
-        (facts.CONTAINER_MEMORY_MARKER, fraction_rules.CONTAINER_MEMORY_MARKER),
+        (facts.FRACTION_PATTERN, fractions.FRACTION_PATTERN),
+        (facts.POSITIVE_WHOLE_NUMBER_PATTERN, fractions.POSITIVE_INTEGER_PATTERN),
+        (facts.CONTAINER_MEMORY_MARKER, fractions.CONTAINER_MEMORY_MARKER),
     ):
         for sample in SAMPLES:
             assert bool(pack.fullmatch(sample)) == bool(re.search(cel, sample, re.ASCII)), (cel, sample)

@@ -45,7 +45,7 @@ from components.checks.preflight import expectations_for, format_report, read_cl
 from components.checks.preflight_rows import Expectations, Finding, blocking, evaluate, parse_container_runtime
 from components.config.load import parse_config
 from components.config.model import CheckId, PreflightConfig
-from components.gpu_cluster.node_agents import mpsd_memory_limit_mib, mpsd_memory_needed_mib
+from components.vocabulary.fractioning import mpsd_memory_limit_mib, mpsd_memory_needed_mib
 from tests.operators.node_daemons import gfd_labels
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

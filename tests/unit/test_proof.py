@@ -15,6 +15,7 @@ import pulumi
 import pytest
 import yaml
 
+from components.checks.dynamic import spec_props
 from components.checks.kube import KubeClient
 from components.checks.lab_decisions import (
     decide_allocatable,
@@ -34,7 +35,7 @@ from components.checks.proof import (
     raise_on_failure,
     retry,
 )
-from components.checks.proof_resources import LabProof, SmokeProof, SmokeProofProvider, _ProofProvider
+from components.checks.proof_resources import LabProof, LabProofProvider, SmokeProof, SmokeProofProvider, _ProofProvider
 from components.checks.smoke_decisions import (
     MpsNamespace,
     binder_annotations,
@@ -51,6 +52,7 @@ from components.checks.smoke_decisions import (
     sm_count_for_product,
 )
 from components.checks.smoke_proof import DEVICE_QUERY_POD, SmokeSpec, device_query_pod_manifest, prove_smoke
+from components.lab.lab_pods import SHARED_POD
 from tests.proof_evidence import parse_annotation_grep
 
 PROOF = Path(__file__).resolve().parents[1] / "fixtures" / "proof"
@@ -473,7 +475,7 @@ def lab_cluster() -> FakeCluster:
     )
 
 
-LAB_SPEC = LabSpec(gpu_count=8, gpu_memory_mib=40960, shared_memory_mib=20480, timeout_seconds=0)
+LAB_SPEC = LabSpec(gpu_count=8, gpu_memory_mib=40960, shared_memory_mib=20480, shared_pod=SHARED_POD, timeout_seconds=0)
 
 
 def test_the_lab_proof_passes_and_reports_the_boundary_as_expected() -> None:
@@ -505,8 +507,14 @@ def test_the_lab_proof_reads_the_scheduler_log_when_the_queue_has_no_status() ->
 # ---------------------------------------------------------------- the dynamic resources
 
 
+@dataclass(frozen=True)
+class CannedSpec:
+    pods: tuple[str, ...]
+
+
 class CannedProvider(_ProofProvider):
     kind = "CannedProof"
+    spec_type = CannedSpec
     results: list[ProofResult] = []
 
     def prove(self, cluster: KubeClient, props: Any) -> list[ProofResult]:
@@ -536,6 +544,16 @@ def test_the_proof_reruns_only_when_what_it_proves_changes() -> None:
     provider = SmokeProofProvider()
     assert provider.diff("id", olds, {"pods": ["a", "b"], "kubeconfig": "new", "__provider": "y"}).changes is False
     assert provider.diff("id", olds, {"pods": ["a", "b"], "triggers": ["uid-2"]}).changes is True
+
+
+def test_a_spec_field_added_since_the_last_update_reruns_the_proof_only_off_its_default() -> None:
+    """A stack proved before LabSpec had kai_namespace stored no such input: the default is what it proved."""
+    news = {**spec_props(LAB_SPEC), "kubeconfig": "k"}
+    olds = {k: v for k, v in news.items() if k != "kai_namespace"} | {"nodes": [], "report": "Proof: ..."}
+    provider = LabProofProvider()
+    assert provider.diff("id", olds, news).changes is False
+    assert provider.diff("id", olds, {**news, "kai_namespace": "kai-system"}).changes is True
+    assert provider.diff("id", olds, {**news, "gpu_count": "04da6b54-80e4-46f7-96ec-b56ff0331ba9"}).changes is True
 
 
 def test_the_pickled_provider_loads_in_a_fresh_process_from_the_project_directory() -> None:

@@ -14,7 +14,7 @@ import yaml
 from components.checks.step_gates import CHECKS, GateSpec, GateTimedOut, gate_specs, wait_for_gate
 from components.checks.waiting import Clock, poll_delays
 from components.config.load import parse_config
-from components.gpu_cluster import kai_api
+from components.vocabulary import kai
 from tests.operators.cluster import name_of
 from tests.operators.gpu_fractioning import mpsd_log
 from tests.operators.kai_webhooks import recorded_configurations
@@ -243,7 +243,7 @@ QUEUE_WEBHOOK_DOWN = (
 
 def test_the_recorded_webhook_configurations_are_the_ones_the_gate_expects_and_all_fail_closed() -> None:
     recorded = {(w["kind"], name_of(w)) for w in recorded_configurations()}
-    assert recorded == {(w.kind, w.name) for w in kai_api.webhook_configurations(None)}
+    assert recorded == {(w.kind, w.name) for w in kai.webhook_configurations(None)}
     assert {h["failurePolicy"] for w in recorded_configurations() for h in w["webhooks"]} == {"Fail"}
 
 

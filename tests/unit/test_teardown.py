@@ -9,7 +9,7 @@ import pytest
 from components.checks import teardown
 from components.checks.dynamic import report_failures_without_traceback
 from components.checks.teardown import PodsStillRunning, _PodsGoneProvider, wait_until_gone
-from components.gpu_cluster.kai_api import CHART_KEPT_QUEUES
+from components.vocabulary.kai import CHART_KEPT_QUEUES
 
 
 class Clock:

@@ -1,5 +1,6 @@
 """What the program knows of KAI-Scheduler's API: its Queue, SchedulingShard, PodGroup and Config
-kinds, the Deployments and webhooks its operator runs, and the namespace of its reservation pods."""
+kinds, the Deployments and webhooks its operator runs, its scheduler's name, its default Queue, and
+the namespace of its reservation pods."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.config.vocabulary import DEFAULT_QUEUE
+# The leaf Queue KAI's chart creates on install, under `default-parent-queue`; the lab creates one of
+# the same name under its own `default`.
+DEFAULT_QUEUE = "default-queue"
 
 QUEUE_GROUP, QUEUE_VERSION, QUEUE_PLURAL = "scheduling.run.ai", "v2", "queues"
 QUEUE_API_VERSION = f"{QUEUE_GROUP}/{QUEUE_VERSION}"
@@ -22,6 +25,7 @@ CONFIG_GROUP, CONFIG_VERSION, CONFIG_PLURAL = "kai.scheduler", "v1", "configs"
 CONFIG_NAME = "kai-config"
 # The chart runs only `kai-operator`; the operator creates the others from kai-config (and the
 # scheduler from SchedulingShard `default`).
+SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
 DEPLOYMENTS = (
     "kai-operator",
     "admission",
@@ -29,7 +33,7 @@ DEPLOYMENTS = (
     "pod-grouper",
     "podgroup-controller",
     "queue-controller",
-    "kai-scheduler-default",
+    SCHEDULER_DEPLOYMENT,
 )
 
 SCHEDULER_NAME = "kai-scheduler"

@@ -1,6 +1,6 @@
 """What the program knows of fractional pods: the annotations that make KAI and gpu-fractioning
 treat a pod as one, the values they accept, where mpsd keeps its pipes, and the admission policy's
-name and modes (the label of system namespaces is in components/config/vocabulary.py).
+name, its modes and the label of the namespaces it skips.
 
 The pack (policy/gpu_policies/kube.py) states the same facts in its own package;
 tests/unit/test_fraction_admission.py holds the two to each other.
@@ -23,12 +23,15 @@ CONTAINER_MEMORY_MARKER = r"^nvidia[.]com/container[.][^./]+[.]gpu-memory[.](req
 FRACTION_PATTERN = r"^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][+-]?[0-9]{1,2})?$"
 POSITIVE_INTEGER_PATTERN = r"^0*[1-9][0-9]{0,18}$"
 
-WHOLE_GPU_RESOURCE = "nvidia.com/gpu"
-
 # mpsd's hostPath for the MPS pipes (gpu-fractioning mpsd.go @ 23ad945b); /var/run is /run on
 # every distribution a GPU node runs.
 MPS_PIPE_DIRECTORIES = ("/run/nvidia-mps", "/var/run/nvidia-mps")
 
+
+# Set on every namespace the program creates for a system daemon; the policy's binding skips exactly
+# these namespaces, never a namespace by its name alone (components/gpu_cluster/fraction_admission.py).
+SYSTEM_NAMESPACE_LABEL = "kai-gpu-fractions/system-namespace"
+SYSTEM_NAMESPACE_LABELS = {SYSTEM_NAMESPACE_LABEL: "true"}
 
 # The policy and its binding, one of each in a cluster.
 POLICY_NAME = "kai-gpu-fractions-fractional-pods"
