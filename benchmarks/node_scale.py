@@ -32,8 +32,9 @@ from typing import Any
 import yaml
 
 from benchmarks.engine_vs_helm import helm_cleanup, helm_clients, helm_script, timed
-from components.checks.preflight import read_cluster_facts
+from components.checks.preflight import PreflightSpec, read_cluster_facts
 from components.config.load import parse_config
+from components.stack import cluster_access, preflight_expectations
 from tests.integration.stand_ins import check_pods_print, check_pods_print_nothing
 from tests.integration.test_dev_stack import dev_config
 from tests.integration.test_fork_stack import PASSWORD, a100_config, inline_kubeconfig
@@ -73,7 +74,7 @@ def check_pods_print_a_prepared_host(work: Path) -> Iterator[None]:
 def host_check(count: int) -> None:
     """Preflight's read of the cluster with a check pod on every GPU node; fails unless each reported."""
     config = parse_config({**a100_config(), "preflight": {"hostAccess": {"checkPod": {"timeoutSeconds": 120}}}})
-    facts = read_cluster_facts(config)
+    facts = read_cluster_facts(PreflightSpec(preflight_expectations(config), config.preflight), cluster_access(config))
     checked = [node.name for node in facts.gpu_nodes if node.host is not None and node.host.error is None]
     if len(checked) != count:
         errors = {node.name: node.host and node.host.error for node in facts.gpu_nodes}

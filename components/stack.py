@@ -14,12 +14,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
+from components.checks.dynamic import ClusterAccess
 from components.checks.lab_proof import AllocatableSpec, LabSpec
-from components.checks.preflight import run_preflight
+from components.checks.preflight import PreflightSpec, run_preflight
+from components.checks.preflight_rows import Expectations
 from components.checks.proof_resources import GpusAllocatable, LabProof, SmokeProof, StepGate
 from components.checks.smoke_proof import SMOKE_POD_NAMES, SmokeSpec
-from components.checks.step_gates import Step, gate_specs
-from components.config.model import StackConfig
+from components.checks.step_gates import PROBE_NAMESPACE, GateSpec, Step
+from components.config.model import StackConfig, is_kubeconfig_contents
 from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
 from components.forks.registry import RegistryCredentials
 from components.forks.supply import fork_images, fork_source
@@ -33,6 +35,8 @@ from components.lab.isolator import Isolator
 from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, SHARED_POD, LabPods
 from components.lab.nvml_mock import NvmlMock
 from components.lab.queues import LabQueues
+from components.vocabulary.fractioning import mpsd_memory_limit_mib, nri_socket_path
+from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH
 
 
 def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -> pulumi.ResourceOptions:
@@ -42,29 +46,85 @@ def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -
     )
 
 
-def cluster_provider(config: StackConfig, kubeconfig: pulumi.Input[str] | None = None) -> k8s.Provider:
-    """The provider for the configured cluster; a kubeconfig given as contents (credentials
-    included) reaches its inputs, and so the state, only as a secret."""
-    cluster = config.cluster
-    if kubeconfig is None and cluster.kubeconfig is not None and cluster.kubeconfig_is_contents:
-        kubeconfig = pulumi.Output.secret(cluster.kubeconfig)
-    return k8s.Provider("cluster", kubeconfig=kubeconfig or cluster.kubeconfig_path, context=cluster.context)
+def cluster_access(config: StackConfig) -> ClusterAccess:
+    """The one way the stack reaches the configured cluster, built once: the provider, preflight,
+    the gates, the proofs and the teardown waits all take it."""
+    return ClusterAccess(config.cluster.kubeconfig_path, config.cluster.context)
+
+
+def in_cluster(access: ClusterAccess) -> pulumi.ResourceOptions:
+    """Options that put a resource in the stack's cluster; a kubeconfig given as contents
+    (credentials included) reaches the provider's inputs, and so the state, only as a secret."""
+    kubeconfig = access.kubeconfig
+    if isinstance(kubeconfig, str) and is_kubeconfig_contents(kubeconfig):
+        kubeconfig = pulumi.Output.secret(kubeconfig)
+    provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=access.context)
+    return pulumi.ResourceOptions(providers={"kubernetes": provider})
+
+
+def preflight_spec(config: StackConfig) -> PreflightSpec | None:
+    """What preflight checks; None when it is off, or for a kind cluster the stack creates (it does
+    not exist before `up`)."""
+    if not config.preflight.enabled or (config.profile == "lab" and config.lab.kind is not None):
+        return None
+    socket = nri_socket_path(config.gpu_fractioning.node_runtime)
+    return PreflightSpec(preflight_expectations(config), config.preflight, socket)
+
+
+def preflight_expectations(config: StackConfig) -> Expectations:
+    """What the configured profile needs of the cluster, and what it installs itself."""
+    if config.profile == "lab":
+        return Expectations(
+            profile="lab",
+            stack_installs_gpu_operator=False,
+            stack_creates_runtime_class=True,
+            gpus_per_node=config.lab.gpu.count,
+            mpsd_memory_limit_mib=0,
+            stack_labels_gpu_nodes=True,
+        )
+    operator = config.gpu_operator
+    return Expectations(
+        profile="fork",
+        stack_installs_gpu_operator=operator.enabled,
+        stack_creates_runtime_class=operator.enabled,
+        gpus_per_node=config.nodes.gpus_per_node,
+        mpsd_memory_limit_mib=mpsd_memory_limit_mib(config.nodes.gpus_per_node),
+        stack_installs_driver=operator.enabled and operator.driver.source == "operator",
+        minimum_gpu_operator_version=config.gpu_fractioning.minimum_gpu_operator_version,
+    )
+
+
+def gate_spec(config: StackConfig, step: Step) -> GateSpec:
+    """What the gate after `step` checks, as the stack configures it."""
+    if step == "gpu-operator":
+        driver = config.gpu_operator.driver
+        # The operator installs the pinned driver; a host driver must be of the r615 branch or newer.
+        pinned = int(driver.version.split(".")[0]) if driver.source == "operator" else MINIMUM_DRIVER_BRANCH
+        operator = config.gpu_operator
+        return GateSpec(step, operator.namespace, operator.ready_timeout_seconds, minimum_driver_major=pinned)
+    if step == "kai-scheduler":
+        sharing_mode = "NvFractions" if config.profile == "fork" else None
+        return GateSpec(step, config.kai.namespace, config.kai.ready_timeout_seconds, sharing_mode=sharing_mode)
+    if step == "gpu-fractioning":
+        agents = config.gpu_fractioning
+        return GateSpec(step, agents.namespace, agents.ready_timeout_seconds, kai_namespace=config.kai.namespace)
+    timeout, mode = config.admission.ready_timeout_seconds, config.admission.mode
+    return GateSpec(step, PROBE_NAMESPACE, timeout, admission_mode=mode)
 
 
 def gate(
     config: StackConfig,
+    access: ClusterAccess,
     step: Step,
     release: k8s.helm.v3.Release | None,
     after_step: pulumi.Resource | None,
-    kubeconfig: pulumi.Input[str] | None = None,
 ) -> StepGate:
     """The guide's verification after `step`, run once the step is installed and again whenever its
     release gets a new revision."""
     return StepGate(
         f"{step}-ready",
-        gate_specs(config)[step],
-        kubeconfig=kubeconfig or config.cluster.kubeconfig_path,
-        context=config.cluster.context,
+        gate_spec(config, step),
+        access=access,
         triggers=release.status.revision if release is not None else None,
         opts=pulumi.ResourceOptions(depends_on=[after_step] if after_step is not None else []),
     )
@@ -73,10 +133,12 @@ def gate(
 def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
     """Checks the cluster's prerequisites, then registers every resource of the configured profile
     and returns the stack outputs."""
+    access = cluster_access(config)
     if config.profile == "admission":
-        return deploy_admission(config)
-    findings = run_preflight(config)
-    outputs = deploy_lab(config) if config.profile == "lab" else deploy_forks(config, registry_password)
+        return deploy_admission(config, access)
+    spec = preflight_spec(config)
+    findings = run_preflight(spec, access) if spec is not None else []
+    outputs = deploy_lab(config, access) if config.profile == "lab" else deploy_forks(config, access, registry_password)
     return {**outputs, "preflight": findings}
 
 
@@ -87,9 +149,7 @@ ADMISSION_OFF = (
 )
 
 
-def admission(
-    config: StackConfig, in_cluster: pulumi.ResourceOptions, kubeconfig: pulumi.Input[str] | None = None
-) -> StepGate | None:
+def admission(config: StackConfig, access: ClusterAccess, cluster: pulumi.ResourceOptions) -> StepGate | None:
     """The fractional-pod admission policy and its gate, which every fractional pod the stack
     creates waits for; None, with a warning, when it is switched off."""
     settings = config.admission
@@ -101,36 +161,35 @@ def admission(
         runtime_class=config.fraction_runtime_class,
         mode=settings.mode,
         exempt_namespaces=tuple(settings.exempt_namespaces),
-        opts=in_cluster,
+        opts=cluster,
     )
-    return gate(config, "fraction-admission", None, policy, kubeconfig)
+    return gate(config, access, "fraction-admission", None, policy)
 
 
-def deploy_admission(config: StackConfig) -> dict[str, Any]:
+def deploy_admission(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
     """Only the admission policy, for a cluster whose GPU software is installed some other way."""
-    in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config)})
-    ready = admission(config, in_cluster)
+    ready = admission(config, access, in_cluster(access))
     return {"admission": ready.report if ready is not None else ADMISSION_OFF}
 
 
-def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
+def deploy_forks(
+    config: StackConfig, access: ClusterAccess, registry_password: pulumi.Output[str] | None
+) -> dict[str, Any]:
     # Sources first: a fork that cannot be checked out stops the program before anything registers.
     kai_source = fork_source(config, KAI_SCHEDULER, needs_chart=config.kai.chart is None)
     fractioning_source = fork_source(config, GPU_FRACTIONING, needs_chart=config.gpu_fractioning.chart is None)
     registry = config.fork_registry
-    in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config)})
+    cluster = in_cluster(access)
     credentials = RegistryCredentials.of(registry, registry_password)
     pull_secret = helm.PullSecret(registry.pull_secret_name, credentials.docker_config()) if credentials else None
     pull_secret_name = pull_secret.name if pull_secret else None
     kai_fork = fork_images(config, KAI_SCHEDULER, kai_source, credentials)
     fractioning_fork = fork_images(config, GPU_FRACTIONING, fractioning_source, credentials)
 
-    admission_ready = admission(config, in_cluster)
-    operator = (
-        GpuOperator("gpu-operator", config.gpu_operator, opts=in_cluster) if config.gpu_operator.enabled else None
-    )
+    admission_ready = admission(config, access, cluster)
+    operator = GpuOperator("gpu-operator", config.gpu_operator, opts=cluster) if config.gpu_operator.enabled else None
     # Also when the cluster's GPU Operator is managed elsewhere: KAI needs what it sets up.
-    operator_ready = gate(config, "gpu-operator", operator.release if operator else None, operator)
+    operator_ready = gate(config, access, "gpu-operator", operator.release if operator else None, operator)
     kai = KaiScheduler(
         "kai-scheduler",
         config.kai,
@@ -139,17 +198,16 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
         ),
         source=config.kai_chart,
         local_chart=kai_fork.chart,
-        kubeconfig=config.cluster.kubeconfig_path,
-        context=config.cluster.context,
+        access=access,
         pull_secret=pull_secret,
         # KAI reads what the GPU Operator sets up (RuntimeClass, GPU labels) from the cluster, not from
         # outputs. The tag is known up front (so previews and policies see it), so the wait for the
         # pushed and verified images is an explicit edge too.
-        opts=after(in_cluster, operator_ready, kai_fork.images),
+        opts=after(cluster, operator_ready, kai_fork.images),
     )
-    kai_ready = gate(config, "kai-scheduler", kai.release, kai)
+    kai_ready = gate(config, access, "kai-scheduler", kai.release, kai)
     # KAI's webhooks refuse every Queue patch until they answer, which its gate waits for.
-    KaiKeptObjects(kai, opts=after(in_cluster, kai_ready))
+    KaiKeptObjects(kai, opts=after(cluster, kai_ready))
     fractioning = GpuFractioning(
         "gpu-fractioning",
         config.gpu_fractioning,
@@ -161,13 +219,12 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
             pull_secret_name,
         ),
         local_chart=fractioning_fork.chart,
-        kubeconfig=config.cluster.kubeconfig_path,
-        context=config.cluster.context,
+        access=access,
         pull_secret=pull_secret,
         # The node agents serve KAI's annotations, and KAI's operator waits for their config.
-        opts=after(in_cluster, kai_ready, fractioning_fork.images),
+        opts=after(cluster, kai_ready, fractioning_fork.images),
     )
-    fractioning_ready = gate(config, "gpu-fractioning", fractioning.release, fractioning)
+    fractioning_ready = gate(config, access, "gpu-fractioning", fractioning.release, fractioning)
     outputs: dict[str, Any] = {
         "imageTag": config.forks.image_tag,
         "imageDigests": pulumi.Output.all(
@@ -184,15 +241,15 @@ def deploy_forks(config: StackConfig, registry_password: pulumi.Output[str] | No
     if config.smoke_test.enabled:
         # Fractional pods need the node agents running and ready on every GPU node, and meet the
         # admission policy that every fractional pod in the cluster meets.
-        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(in_cluster, fractioning_ready, admission_ready))
+        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(cluster, fractioning_ready, admission_ready))
         outputs["smokePods"] = smoke.names
         if config.smoke_test.prove:
-            outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, smoke, kai, fractioning)
+            outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, access, smoke, kai, fractioning)
     return outputs
 
 
 def prove_smoke_pods(
-    config: StackConfig, smoke: SmokePods, kai: KaiScheduler, fractioning: GpuFractioning
+    config: StackConfig, access: ClusterAccess, smoke: SmokePods, kai: KaiScheduler, fractioning: GpuFractioning
 ) -> tuple[pulumi.Output[Any], pulumi.Output[str]]:
     proof = SmokeProof(
         "smoke-proof",
@@ -204,8 +261,7 @@ def prove_smoke_pods(
             queue=config.smoke_test.queue,
             agents_namespace=config.gpu_fractioning.namespace,
         ),
-        kubeconfig=config.cluster.kubeconfig_path,
-        context=config.cluster.context,
+        access=access,
         # A new revision of either release is a new install to prove; the outputs must not go stale.
         triggers=pulumi.Output.all(kai.release.status.revision, fractioning.release.status.revision),
         opts=pulumi.ResourceOptions(depends_on=[smoke]),
@@ -213,51 +269,46 @@ def prove_smoke_pods(
     return proof.results, proof.report
 
 
-def deploy_lab(config: StackConfig) -> dict[str, Any]:
+def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
     lab = config.lab
-    kubeconfig = None
     if lab.kind is not None:
         # Imported here: the command provider is needed only when the stack creates the cluster.
         from components.lab.kind_cluster import KindCluster
 
-        kubeconfig = KindCluster("lab-cluster", lab.kind).kubeconfig
-    in_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster_provider(config, kubeconfig)})
-    # What the checks that read the cluster themselves (readiness, proof) connect with.
-    cluster_kubeconfig = kubeconfig or config.cluster.kubeconfig_path
-    admission_ready = admission(config, in_cluster, cluster_kubeconfig)
-    mock = NvmlMock("nvml-mock", lab, config.forks.workdir, opts=in_cluster)
+        access = ClusterAccess(KindCluster("lab-cluster", lab.kind).kubeconfig, access.context)
+    cluster = in_cluster(access)
+    admission_ready = admission(config, access, cluster)
+    mock = NvmlMock("nvml-mock", lab, config.forks.workdir, opts=cluster)
     # The device plugin is ready when every GPU node advertises the profile's count (8, not 80).
     allocatable = GpusAllocatable(
         "gpus-allocatable",
         AllocatableSpec(gpu_count=lab.gpu.count, nodes=tuple(lab.node_names)),
-        kubeconfig=cluster_kubeconfig,
-        context=config.cluster.context,
+        access=access,
         opts=pulumi.ResourceOptions(depends_on=[mock]),
     )
     # The lab labels nodes once the device plugin advertises their GPUs.
-    labels = GpuNodeLabels("gpu-node-labels", lab.node_names, lab.gpu, opts=after(in_cluster, allocatable))
+    labels = GpuNodeLabels("gpu-node-labels", lab.node_names, lab.gpu, opts=after(cluster, allocatable))
     kai = KaiScheduler(
         "kai-scheduler",
         config.kai,
         values=kai_lab_values(config.kai),
         source=config.kai_chart,
         local_chart=None,
-        kubeconfig=cluster_kubeconfig,
-        context=config.cluster.context,
+        access=access,
         # KAI caches GPU memory when it first sees a node: the labels must be there before it starts.
-        opts=after(in_cluster, labels),
+        opts=after(cluster, labels),
     )
     # KAI's webhooks (all failurePolicy Fail) refuse Queues and kai-scheduler pods until they
     # answer, which its gate waits for: queue-controller's validates every Queue.
-    kai_ready = gate(config, "kai-scheduler", kai.release, kai, cluster_kubeconfig)
-    KaiKeptObjects(kai, kept_queues=("default-parent-queue",), opts=after(in_cluster, kai_ready))
-    queues = LabQueues("queues", opts=after(in_cluster, kai_ready))
+    kai_ready = gate(config, access, "kai-scheduler", kai.release, kai)
+    KaiKeptObjects(kai, kept_queues=("default-parent-queue",), opts=after(cluster, kai_ready))
+    queues = LabQueues("queues", opts=after(cluster, kai_ready))
     # The isolator needs nothing of KAI to install (its chart's own smoke test runs without KAI, and
     # its webhook's failurePolicy is Ignore, so it blocks no pod while starting): it installs while
     # KAI does, once the GPU nodes its monitor DaemonSet selects are ready. Only the lab pods need both.
-    isolator = Isolator("isolator", lab.isolator, opts=after(in_cluster, labels))
+    isolator = Isolator("isolator", lab.isolator, opts=after(cluster, labels))
     # Pods need their queue and the RuntimeClass shim to exist, and the admission policy in force.
-    pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(in_cluster, queues, isolator, admission_ready))
+    pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(cluster, queues, isolator, admission_ready))
     proof: dict[str, Any] = {"sharedPodBoundary": BOUNDARY_NOT_OBSERVED}
     if lab.prove:
         lab_proof = LabProof(
@@ -270,8 +321,7 @@ def deploy_lab(config: StackConfig) -> dict[str, Any]:
                 nodes=tuple(lab.node_names),
                 kai_namespace=config.kai.namespace,
             ),
-            kubeconfig=cluster_kubeconfig,
-            context=config.cluster.context,
+            access=access,
             opts=pulumi.ResourceOptions(depends_on=[pods]),
         )
         proof = {

@@ -7,6 +7,7 @@ import dataclasses
 import sys
 import traceback
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pulumi
@@ -18,10 +19,20 @@ Spec = TypeVar("Spec")
 ACCESS_KEYS = frozenset({"__provider", "kubeconfig", "context"})
 
 
-def cluster_props(kubeconfig: pulumi.Input[str] | None, context: str | None, **props: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ClusterAccess:
+    """How the program reaches the cluster: a kubeconfig (a path, or the contents as a secret) and a
+    context, both None for the ambient configuration. The stack builds one and hands it to the
+    Kubernetes provider and to every resource that reads the cluster itself."""
+
+    kubeconfig: pulumi.Input[str] | None
+    context: str | None
+
+
+def cluster_props(access: ClusterAccess, **props: Any) -> dict[str, Any]:
     """The resource's inputs: cluster access, with the kubeconfig as a secret, then its own."""
-    secret = pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None
-    return {"kubeconfig": secret, "context": context, **props}
+    secret = pulumi.Output.secret(access.kubeconfig) if access.kubeconfig is not None else None
+    return {"kubeconfig": secret, "context": access.context, **props}
 
 
 def spec_props(spec: Any) -> dict[str, Any]:

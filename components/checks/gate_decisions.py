@@ -299,12 +299,12 @@ def decide_fractioning_config(config: Json | None) -> ProofResult:
     return ProofResult(check, True, ", ".join(f"{t}=True" for t in found))
 
 
-def decide_kai_sees_fractioning(config: Json | None) -> ProofResult:
+def decide_kai_sees_fractioning(config: Json | None, kai_namespace: str) -> ProofResult:
     """KAI's operator has seen the GpuFractioningConfig: kai-config's DependenciesFulfilled, False
     (`GpuFractioningConfig not found`) until gpu-fractioning is installed, turns True. The smoke pods
     need KAI and the node agents to agree; a KAI that does not report the condition passes, saying so."""
     check = "kai-dependencies-fulfilled"
-    look = kai_config_look("<kai.namespace>")
+    look = kai_config_look(kai_namespace)
     if config is None:
         return ProofResult(check, False, f"no Config kai-config ({look})")
     dependencies = conditions(config).get("DependenciesFulfilled")

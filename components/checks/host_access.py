@@ -14,8 +14,7 @@ from components.checks.cluster_facts import HostFacts, HostFactsReader
 from components.checks.host_check import host_check_script, parse_host_report
 from components.checks.kube import KubeClient
 from components.checks.waiting import Clock, Deadline, poll
-from components.config.model import StackConfig
-from components.vocabulary.fractioning import nri_socket_path
+from components.config.model import HostAccessConfig
 
 # Runs the host check script on the named node and returns its combined output.
 HostRunner = Callable[[str], str]
@@ -133,12 +132,11 @@ def check_pod_runner(cluster: KubeClient, script: str, namespace: str, image: st
     return run
 
 
-def host_facts_reader(config: StackConfig, cluster: KubeClient) -> HostFactsReader | None:
-    """The configured node access, as a reader of each node's HostFacts; None without one."""
-    access = config.preflight.host_access
+def host_facts_reader(access: HostAccessConfig | None, socket: str, cluster: KubeClient) -> HostFactsReader | None:
+    """The configured node access, as a reader of each node's HostFacts (the NRI socket looked for at
+    `socket`); None without one."""
     if access is None:
         return None
-    socket = nri_socket_path(config.gpu_fractioning.node_runtime)
     script = host_check_script(socket)
     if access.ssh is not None:
         ssh = access.ssh

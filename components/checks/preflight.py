@@ -7,31 +7,40 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import pulumi
 
 from components.checks.cluster_facts import HOST_CHECKS_AT_ONCE, ClusterFacts, collect_cluster_facts
+from components.checks.dynamic import ClusterAccess
 from components.checks.host_access import host_facts_reader
 from components.checks.kube import KubeClient
 from components.checks.preflight_rows import Expectations, Finding, Outcome, blocking, evaluate
-from components.config.model import StackConfig
+from components.config.model import PreflightConfig
 from components.config.secrets import redact
-from components.vocabulary.fractioning import mpsd_memory_limit_mib
+from components.vocabulary.fractioning import NRI_SOCKET
 
 
-def run_preflight(config: StackConfig) -> list[dict[str, str]]:
+@dataclass(frozen=True)
+class PreflightSpec:
+    """What preflight expects of the cluster, how it weighs each row, and how it reaches the GPU
+    hosts (components/stack.py builds it from the config)."""
+
+    expectations: Expectations
+    settings: PreflightConfig
+    nri_socket_path: str = NRI_SOCKET
+
+
+def run_preflight(spec: PreflightSpec, access: ClusterAccess) -> list[dict[str, str]]:
     """The findings that did not pass, as the stack's `preflight` output; raises when a row fails."""
-    settings = config.preflight
-    if not settings.enabled or (config.profile == "lab" and config.lab.kind is not None):
-        return []  # a kind cluster the stack creates does not exist before `up`
     try:
-        facts = read_cluster_facts(config)
+        facts = read_cluster_facts(spec, access)
     except Exception as error:  # the client raises many types; all mean the same to the user
         raise pulumi.RunError(
             f"Preflight could not read the cluster ({type(error).__name__}: {error}). Check "
             "kai-gpu-fractions:cluster (kubeconfig, context), or set kai-gpu-fractions:preflight.enabled to false."
         ) from None
-    findings = evaluate(facts, expectations_for(config), settings)
+    findings = evaluate(facts, spec.expectations, spec.settings)
     if blocking(findings):
         raise pulumi.RunError("Preflight failed; nothing was changed.\n" + format_report(findings))
     if any(finding.outcome != "pass" for finding in findings):
@@ -41,32 +50,11 @@ def run_preflight(config: StackConfig) -> list[dict[str, str]]:
     return [dataclasses.asdict(finding) for finding in findings if finding.outcome != "pass"]
 
 
-def read_cluster_facts(config: StackConfig) -> ClusterFacts:
-    cluster = KubeClient.connect(config.cluster.kubeconfig_path, config.cluster.context, HOST_CHECKS_AT_ONCE)
-    return collect_cluster_facts(cluster, host_facts_reader(config, cluster))
-
-
-def expectations_for(config: StackConfig) -> Expectations:
-    """The Expectations of a parsed stack configuration."""
-    if config.profile == "lab":
-        return Expectations(
-            profile="lab",
-            stack_installs_gpu_operator=False,
-            stack_creates_runtime_class=True,
-            gpus_per_node=config.lab.gpu.count,
-            mpsd_memory_limit_mib=0,
-            stack_labels_gpu_nodes=True,
-        )
-    operator = config.gpu_operator
-    return Expectations(
-        profile="fork",
-        stack_installs_gpu_operator=operator.enabled,
-        stack_creates_runtime_class=operator.enabled,
-        gpus_per_node=config.nodes.gpus_per_node,
-        mpsd_memory_limit_mib=mpsd_memory_limit_mib(config.nodes.gpus_per_node),
-        stack_installs_driver=operator.enabled and operator.driver.source == "operator",
-        minimum_gpu_operator_version=config.gpu_fractioning.minimum_gpu_operator_version,
-    )
+def read_cluster_facts(spec: PreflightSpec, access: ClusterAccess) -> ClusterFacts:
+    if access.kubeconfig is not None and not isinstance(access.kubeconfig, str):
+        raise TypeError("preflight reads a cluster that exists before the program runs, not one it creates")
+    cluster = KubeClient.connect(access.kubeconfig, access.context, HOST_CHECKS_AT_ONCE)
+    return collect_cluster_facts(cluster, host_facts_reader(spec.settings.host_access, spec.nri_socket_path, cluster))
 
 
 _LABELS: dict[Outcome, str] = {"fail": "FAIL", "warn": "WARN", "not-checked": "NOT CHECKED", "pass": "PASS"}

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from components.checks.dynamic import (
     ACCESS_KEYS,
+    ClusterAccess,
     cluster_props,
     report_failures_without_traceback,
     spec_from_props,
@@ -122,13 +123,12 @@ class _ProofResource(Resource):
         provider: _ProofProvider,
         name: str,
         spec: SmokeSpec | LabSpec | AllocatableSpec | GateSpec,
-        kubeconfig: pulumi.Input[str] | None,
-        context: str | None,
+        access: ClusterAccess,
         opts: pulumi.ResourceOptions | None,
         **extra: Any,
     ) -> None:
         # The outputs start empty.
-        props = cluster_props(kubeconfig, context, **spec_props(spec), **extra, results=None, report=None)
+        props = cluster_props(access, **spec_props(spec), **extra, results=None, report=None)
         super().__init__(provider, name, props, with_secret_kubeconfig(opts))
 
 
@@ -144,12 +144,11 @@ class SmokeProof(_ProofResource, module="kai-gpu-fractions", name="SmokeProof"):
         name: str,
         spec: SmokeSpec,
         *,
-        kubeconfig: pulumi.Input[str] | None,
-        context: str | None,
+        access: ClusterAccess,
         triggers: pulumi.Input[Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(SmokeProofProvider(), name, spec, kubeconfig, context, opts, triggers=triggers)
+        super().__init__(SmokeProofProvider(), name, spec, access, opts, triggers=triggers)
 
 
 class LabProof(_ProofResource, module="kai-gpu-fractions", name="LabProof"):
@@ -160,11 +159,10 @@ class LabProof(_ProofResource, module="kai-gpu-fractions", name="LabProof"):
         name: str,
         spec: LabSpec,
         *,
-        kubeconfig: pulumi.Input[str] | None,
-        context: str | None,
+        access: ClusterAccess,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(LabProofProvider(), name, spec, kubeconfig, context, opts, triggers=None)
+        super().__init__(LabProofProvider(), name, spec, access, opts, triggers=None)
 
 
 class GpusAllocatable(_ProofResource, module="kai-gpu-fractions", name="GpusAllocatable"):
@@ -176,11 +174,10 @@ class GpusAllocatable(_ProofResource, module="kai-gpu-fractions", name="GpusAllo
         name: str,
         spec: AllocatableSpec,
         *,
-        kubeconfig: pulumi.Input[str] | None,
-        context: str | None,
+        access: ClusterAccess,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(GpusAllocatableProvider(), name, spec, kubeconfig, context, opts)
+        super().__init__(GpusAllocatableProvider(), name, spec, access, opts)
 
 
 class StepGate(_ProofResource, module="kai-gpu-fractions", name="StepGate"):
@@ -194,9 +191,8 @@ class StepGate(_ProofResource, module="kai-gpu-fractions", name="StepGate"):
         name: str,
         spec: GateSpec,
         *,
-        kubeconfig: pulumi.Input[str] | None,
-        context: str | None,
+        access: ClusterAccess,
         triggers: pulumi.Input[Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(StepGateProvider(), name, spec, kubeconfig, context, opts, triggers=triggers)
+        super().__init__(StepGateProvider(), name, spec, access, opts, triggers=triggers)

@@ -26,7 +26,7 @@ from components.checks.cluster_facts import is_gpu_node, node_facts
 from components.checks.dynamic import ReportedFailure
 from components.checks.proof import ProofResult, failures, format_proof, guarded
 from components.checks.waiting import Clock, Deadline, poll
-from components.config.model import StackConfig
+from components.config.model import KaiConfig
 from components.vocabulary import fractioning, kai
 from components.vocabulary.fractions import FRACTION_ANNOTATION, POLICY_NAME
 from components.vocabulary.kai import DEFAULT_QUEUE
@@ -42,16 +42,6 @@ from components.vocabulary.nvidia import (
 Json = dict[str, Any]
 Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning", "fraction-admission"]
 PROGRESS_EVERY_SECONDS = 60.0
-# The first driver branch whose MPS control daemon has `namespace` (MPS v3).
-
-TITLES: dict[str, tuple[str, str]] = {
-    # step: (what is waited for, the config key of its timeout)
-    "gpu-operator": ("GPU Operator ready", "gpuOperator.readyTimeoutSeconds"),
-    "kai-scheduler": ("KAI-Scheduler ready", "kai.readyTimeoutSeconds"),
-    "gpu-fractioning": ("gpu-fractioning node agents ready", "gpuFractioning.readyTimeoutSeconds"),
-    "fraction-admission": ("fractional-pod admission policy in force", "admission.readyTimeoutSeconds"),
-}
-
 
 # Where the dry-run probes of KAI's webhooks and the admission policy are admitted: a namespace every cluster has, which
 # KAI's pod webhooks select (they skip only kube-system and KAI's own namespace).
@@ -60,45 +50,20 @@ PROBE_NAMESPACE = "default"
 
 @dataclass(frozen=True)
 class GateSpec:
-    """What one gate checks; its fields are the StepGate resource's inputs."""
+    """What one gate checks; its fields are the StepGate resource's inputs (components/stack.py
+    builds them from the config)."""
 
     step: Step
+    # The step's own namespace (the dry-run probes' for fraction-admission).
     namespace: str
     timeout_seconds: int
+    # KAI's namespace, which the gpu-fractioning gate names when kai-config does not see the agents;
+    # stacks gated before it was an input used the default.
+    kai_namespace: str = KaiConfig.model_fields["namespace"].default
     minimum_driver_major: int = MINIMUM_DRIVER_BRANCH
     runtime_class: str = RUNTIME_CLASS
     sharing_mode: str | None = None
     admission_mode: str | None = None
-
-
-def gate_specs(config: StackConfig) -> dict[Step, GateSpec]:
-    """Each step's gate as the stack configures it."""
-    driver = config.gpu_operator.driver
-    # The operator installs the pinned driver; a host driver must be of the r615 branch or newer.
-    pinned_major = int(driver.version.split(".")[0]) if driver.source == "operator" else MINIMUM_DRIVER_BRANCH
-    return {
-        "gpu-operator": GateSpec(
-            "gpu-operator",
-            config.gpu_operator.namespace,
-            config.gpu_operator.ready_timeout_seconds,
-            minimum_driver_major=pinned_major,
-        ),
-        "kai-scheduler": GateSpec(
-            "kai-scheduler",
-            config.kai.namespace,
-            config.kai.ready_timeout_seconds,
-            sharing_mode="NvFractions" if config.profile == "fork" else None,
-        ),
-        "gpu-fractioning": GateSpec(
-            "gpu-fractioning", config.gpu_fractioning.namespace, config.gpu_fractioning.ready_timeout_seconds
-        ),
-        "fraction-admission": GateSpec(
-            "fraction-admission",
-            PROBE_NAMESPACE,
-            config.admission.ready_timeout_seconds,
-            admission_mode=config.admission.mode,
-        ),
-    }
 
 
 class GateCluster(Protocol):
@@ -259,7 +224,10 @@ def check_gpu_fractioning(cluster: GateCluster, spec: GateSpec) -> list[ProofRes
                 )
             ),
         ),
-        guarded("kai-dependencies-fulfilled", lambda: decide.decide_kai_sees_fractioning(read_kai_config(cluster))),
+        guarded(
+            "kai-dependencies-fulfilled",
+            lambda: decide.decide_kai_sees_fractioning(read_kai_config(cluster), spec.kai_namespace),
+        ),
         guarded(
             "node-ready",
             lambda: decide.decide_node_readiness(cluster.list_nodes(f"{GPU_PRESENT_LABEL}=true")),
@@ -304,11 +272,26 @@ def check_fraction_admission(cluster: GateCluster, spec: GateSpec) -> list[Proof
     ]
 
 
-CHECKS: dict[str, Callable[[GateCluster, GateSpec], list[ProofResult]]] = {
-    "gpu-operator": check_gpu_operator,
-    "kai-scheduler": check_kai_scheduler,
-    "gpu-fractioning": check_gpu_fractioning,
-    "fraction-admission": check_fraction_admission,
+@dataclass(frozen=True)
+class GateStep:
+    """One step's gate: what it waits for, the config key of its timeout, and its checks. A new
+    check is a function here and a decision in gate_decisions.py; a new step is a row here, its
+    name in Step, and its spec in components/stack.py."""
+
+    title: str
+    timeout_key: str
+    checks: Callable[[GateCluster, GateSpec], list[ProofResult]]
+
+
+STEPS: dict[Step, GateStep] = {
+    "gpu-operator": GateStep("GPU Operator ready", "gpuOperator.readyTimeoutSeconds", check_gpu_operator),
+    "kai-scheduler": GateStep("KAI-Scheduler ready", "kai.readyTimeoutSeconds", check_kai_scheduler),
+    "gpu-fractioning": GateStep(
+        "gpu-fractioning node agents ready", "gpuFractioning.readyTimeoutSeconds", check_gpu_fractioning
+    ),
+    "fraction-admission": GateStep(
+        "fractional-pod admission policy in force", "admission.readyTimeoutSeconds", check_fraction_admission
+    ),
 }
 
 
@@ -340,7 +323,8 @@ def wait_for_gate(
 ) -> list[ProofResult]:
     """The gate's results once every check holds; raises GateTimedOut naming what did not."""
     clock = clock or Clock()
-    title, timeout_key = TITLES[spec.step]
+    step = STEPS[spec.step]
+    title = step.title
     start = clock.now()
     last_said, said_at = "", start
 
@@ -352,7 +336,7 @@ def wait_for_gate(
             last_said, said_at = waiting, clock.now()
 
     results = poll(
-        lambda: CHECKS[spec.step](cluster, spec),
+        lambda: step.checks(cluster, spec),
         lambda results: not failures(results),
         Deadline(clock, start + spec.timeout_seconds),
         between=say_what_it_waits_for,
@@ -360,7 +344,7 @@ def wait_for_gate(
     elapsed = clock.now() - start
     if waiting := waiting_for(results):
         raise GateTimedOut(
-            f"{title}: not after {minutes(elapsed)} ({timeout_key} is {spec.timeout_seconds}); "
+            f"{title}: not after {minutes(elapsed)} ({step.timeout_key} is {spec.timeout_seconds}); "
             f"the next step was not started. Waiting for: {waiting}\n{format_proof(results, title)}"
         )
     progress(f"{title}: all {len(results)} checks hold after {minutes(elapsed)}")

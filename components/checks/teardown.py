@@ -21,6 +21,7 @@ from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider,
 from urllib3.exceptions import HTTPError
 
 from components.checks.dynamic import (
+    ClusterAccess,
     ReportedFailure,
     cluster_props,
     report_failures_without_traceback,
@@ -93,8 +94,7 @@ class PodsGoneBeforeUninstall(Resource, module="kai-gpu-fractions", name="PodsGo
         self,
         name: str,
         *,
-        kubeconfig: pulumi.Input[str] | None,
-        context: str | None,
+        access: ClusterAccess,
         namespace: str,
         label_selector: str,
         timeout_seconds: int,
@@ -102,8 +102,7 @@ class PodsGoneBeforeUninstall(Resource, module="kai-gpu-fractions", name="PodsGo
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = cluster_props(
-            kubeconfig,
-            context,
+            access,
             namespace=namespace,
             label_selector=label_selector,
             timeout_seconds=timeout_seconds,
@@ -131,11 +130,10 @@ class KeptObjectsDeleted(Resource, module="kai-gpu-fractions", name="KeptObjects
         self,
         name: str,
         *,
-        kubeconfig: pulumi.Input[str] | None,
-        context: str | None,
+        access: ClusterAccess,
         objects: list[tuple[str, str, str, str]],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         kept = [dict(zip(("group", "version", "plural", "name"), o, strict=True)) for o in objects]
-        props = cluster_props(kubeconfig, context, objects=kept)
+        props = cluster_props(access, objects=kept)
         super().__init__(_KeptObjectsProvider(), name, props, with_secret_kubeconfig(opts))

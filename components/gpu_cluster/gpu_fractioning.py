@@ -8,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
+from components.checks.dynamic import ClusterAccess
 from components.checks.teardown import PodsGoneBeforeUninstall
 from components.config.model import GpuFractioningConfig
 from components.forks.recipes import GPU_FRACTIONING
@@ -82,8 +83,7 @@ class GpuFractioning(pulumi.ComponentResource):
         config: GpuFractioningConfig,
         values: pulumi.Input[dict[str, Any]],
         local_chart: pulumi.Input[str] | None,
-        kubeconfig: pulumi.Input[str] | None,
-        context: str | None,
+        access: ClusterAccess,
         pull_secret: helm.PullSecret | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -104,8 +104,7 @@ class GpuFractioning(pulumi.ComponentResource):
         # Destroy runs this backwards: the config goes, then the mpsd pods, then the release.
         daemons_stopped = PodsGoneBeforeUninstall(
             f"{name}-mpsd-stopped",
-            kubeconfig=kubeconfig,
-            context=context,
+            access=access,
             namespace=config.namespace,
             label_selector=MPSD_SELECTOR,
             timeout_seconds=MPSD_STOP_TIMEOUT_SECONDS,

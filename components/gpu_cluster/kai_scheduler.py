@@ -8,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
+from components.checks.dynamic import ClusterAccess
 from components.checks.teardown import KeptObjectsDeleted
 from components.config.model import ChartSource, KaiConfig
 from components.vocabulary.fractions import SYSTEM_NAMESPACE_LABELS
@@ -84,8 +85,7 @@ class KaiScheduler(pulumi.ComponentResource):
         values: pulumi.Input[dict[str, Any]],
         source: ChartSource | None,
         local_chart: pulumi.Input[str] | None,
-        kubeconfig: pulumi.Input[str] | None,
-        context: str | None,
+        access: ClusterAccess,
         pull_secret: helm.PullSecret | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -111,8 +111,7 @@ class KaiScheduler(pulumi.ComponentResource):
         # deletes them, or the next install meets Queues no release owns.
         KeptObjectsDeleted(
             f"{name}-kept-objects-deleted",
-            kubeconfig=kubeconfig,
-            context=context,
+            access=access,
             objects=[(QUEUE_GROUP, QUEUE_VERSION, QUEUE_PLURAL, q) for q in CHART_KEPT_QUEUES]
             + [(SHARD_GROUP, SHARD_VERSION, SHARD_PLURAL, "default")],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),

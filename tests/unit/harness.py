@@ -214,7 +214,7 @@ class ProgramRunner:
         pulumi.runtime.set_all_config(stack_config(config), [f"{PROJECT}:{k}" for k in secret_keys])
         exported: dict[str, Any] = {}
         self.monkeypatch.setattr(pulumi, "export", exported.__setitem__)
-        self.monkeypatch.setattr(preflight, "read_cluster_facts", lambda _config: cluster)
+        self.monkeypatch.setattr(preflight, "read_cluster_facts", lambda _spec, _access: cluster)
         self.monkeypatch.setattr(supply, "prepare_fork_source", engine.prepare_fork_source)
 
         self.secret_outputs = set()

@@ -134,6 +134,16 @@ def test_a_floor_that_reaches_up_is_found() -> None:
     ]
 
 
+def test_the_checks_never_see_the_whole_stack_config() -> None:
+    """components/stack.py turns the config into each check's spec; a check takes its spec only."""
+    for path in sorted((REPO / "components" / "checks").glob("*.py")):
+        names = {n.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Name)}
+        names |= {
+            a.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom) for a in n.names
+        }
+        assert "StackConfig" not in names, f"{path.name} reads the whole StackConfig: take a spec built in stack.py"
+
+
 def test_the_graph_is_read_at_all() -> None:
     edges = graph()
     assert "components.config.model" in edges["components.stack"], "the reader must see the stack import its config"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from components.checks import gate_decisions as decide
-from components.checks.step_gates import CHECKS, GateSpec, admission_probe
+from components.checks.step_gates import STEPS, GateSpec, admission_probe
 from components.config.load import ConfigError, parse_config
 from components.gpu_cluster.fraction_admission import MATCHED_RESOURCES, admission_binding, admission_policy
 from components.vocabulary import fractions, nvidia
@@ -213,7 +213,7 @@ class _Cluster:
 def test_the_gate_probes_with_a_dry_run_of_a_root_fractional_pod_in_default() -> None:
     cluster = _Cluster(REFUSED)
     spec = GateSpec("fraction-admission", "default", 60, admission_mode="deny")
-    results = CHECKS["fraction-admission"](cluster, spec)  # type: ignore[arg-type]
+    results = STEPS["fraction-admission"].checks(cluster, spec)  # type: ignore[arg-type]
     assert [r.passed for r in results] == [True, True]
     ((api_version, plural, namespace, manifest),) = cluster.probes
     assert (api_version, plural, namespace) == ("v1", "pods", "default")

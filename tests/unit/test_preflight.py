@@ -41,10 +41,11 @@ from components.checks.host_check import (
     parse_systemctl_is_active,
 )
 from components.checks.kube import KubeClient
-from components.checks.preflight import expectations_for, format_report, read_cluster_facts
+from components.checks.preflight import format_report, read_cluster_facts
 from components.checks.preflight_rows import Expectations, Finding, blocking, evaluate, parse_container_runtime
 from components.config.load import parse_config
 from components.config.model import CheckId, PreflightConfig
+from components.stack import cluster_access, preflight_expectations, preflight_spec
 from components.vocabulary.fractioning import mpsd_memory_limit_mib, mpsd_memory_needed_mib
 from tests.operators.node_daemons import gfd_labels
 
@@ -357,18 +358,18 @@ def test_preflight_config_uses_camel_case_and_refuses_unknown_keys_and_check_ids
 
 
 def test_expectations_follow_the_stack_configuration() -> None:
-    fork = expectations_for(parse_config({"registry": '{"server": "registry.example.com/kai"}'}))
+    fork = preflight_expectations(parse_config({"registry": '{"server": "registry.example.com/kai"}'}))
     assert (fork.stack_installs_gpu_operator, fork.stack_creates_runtime_class, fork.stack_installs_driver) == (
         True,
         True,
         True,
     ), "the default fork stack installs the GPU Operator and its r615 driver"
     assert (fork.gpus_per_node, fork.mpsd_memory_limit_mib) == (8, 1024), "8 GPUs per node, 1Gi mpsd limit"
-    byo = expectations_for(
+    byo = preflight_expectations(
         parse_config({"registry": '{"server": "registry.example.com/kai"}', "gpuOperator": '{"enabled": false}'})
     )
     assert (byo.stack_installs_gpu_operator, byo.stack_creates_runtime_class) == (False, False), "bring your own"
-    lab = expectations_for(parse_config({"profile": "lab"}))
+    lab = preflight_expectations(parse_config({"profile": "lab"}))
     assert (lab.profile, lab.gpus_per_node, lab.stack_creates_runtime_class) == ("lab", 8, True), "the lab's shim"
 
 
@@ -726,7 +727,10 @@ def test_read_cluster_facts_asks_the_api_and_preflight_names_each_gap(api_server
     path.write_text(kubeconfig_for(api_server))
     for kubeconfig in (str(path), kubeconfig_for(api_server)):
         raw = {"registry": '{"server": "r.example.com/x"}', "cluster": {"kubeconfig": kubeconfig, "context": "fake"}}
-        facts = read_cluster_facts(parse_config(raw, secret_keys=frozenset({"cluster"})))
+        config = parse_config(raw, secret_keys=frozenset({"cluster"}))
+        spec = preflight_spec(config)
+        assert spec is not None, "preflight is on"
+        facts = read_cluster_facts(spec, cluster_access(config))
         assert [n.name for n in facts.gpu_nodes] == ["gpu-node-0"], "no node labelled: every node is checked"
         assert (facts.runtime_classes, facts.cluster_policy_version) == ({}, None), "no RuntimeClass, no operator"
         assert facts.can_create["priorityclasses"] is False, "SelfSubjectAccessReview answers per resource"

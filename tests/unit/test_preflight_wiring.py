@@ -11,6 +11,7 @@ import pytest
 from components.checks import preflight
 from components.checks.cluster_facts import ClusterFacts
 from components.config.load import parse_config
+from components.stack import cluster_access, preflight_spec
 from tests.unit.harness import PREPARED_CLUSTER, ProgramRunner
 
 A100 = {"registry": {"server": "registry.example.com/team/kai-fork"}}
@@ -69,7 +70,9 @@ def test_an_unreachable_cluster_is_a_clear_error_not_a_traceback(monkeypatch: py
 
     monkeypatch.setattr(preflight, "read_cluster_facts", unreachable)
     config = parse_config({key: json.dumps(value) for key, value in OWN_OPERATOR_OFF.items()})
+    spec = preflight_spec(config)
+    assert spec is not None, "preflight is on"
     with pytest.raises(pulumi.RunError) as caught:
-        preflight.run_preflight(config)
+        preflight.run_preflight(spec, cluster_access(config))
     assert "Preflight could not read the cluster (ConnectionRefusedError: connection refused)" in str(caught.value)
     assert "kai-gpu-fractions:preflight.enabled" in str(caught.value)

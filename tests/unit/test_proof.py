@@ -15,7 +15,7 @@ import pulumi
 import pytest
 import yaml
 
-from components.checks.dynamic import spec_props
+from components.checks.dynamic import ClusterAccess, spec_props
 from components.checks.kube import KubeClient
 from components.checks.lab_decisions import (
     decide_allocatable,
@@ -585,8 +585,8 @@ def test_the_proofs_register_as_dynamic_resources_with_a_secret_kubeconfig() -> 
 
     @pulumi.runtime.test
     def program() -> Any:
-        smoke = SmokeProof("smoke-proof", SPEC, kubeconfig="apiVersion: v1\nkind: Config\n", context=None)
-        lab = LabProof("lab-proof", LAB_SPEC, kubeconfig=None, context=None)
+        smoke = SmokeProof("smoke-proof", SPEC, access=ClusterAccess("apiVersion: v1\nkind: Config\n", None))
+        lab = LabProof("lab-proof", LAB_SPEC, access=ClusterAccess(None, None))
 
         def check(values: list[Any]) -> None:
             smoke_urn, lab_urn, secret = values

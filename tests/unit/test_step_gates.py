@@ -6,14 +6,16 @@ import copy
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import yaml
 
-from components.checks.step_gates import CHECKS, GateSpec, GateTimedOut, gate_specs, wait_for_gate
+from components.checks import gate_decisions as decide
+from components.checks.step_gates import STEPS, GateSpec, GateTimedOut, Step, wait_for_gate
 from components.checks.waiting import Clock, poll_delays
 from components.config.load import parse_config
+from components.stack import gate_spec
 from components.vocabulary import kai
 from tests.operators.cluster import name_of
 from tests.operators.gpu_fractioning import mpsd_log
@@ -151,7 +153,7 @@ class FakeCluster:
 
 
 def failing(cluster: FakeCluster, spec: GateSpec) -> dict[str, str]:
-    return {r.check: r.detail for r in CHECKS[spec.step](cluster, spec) if not r.passed}
+    return {r.check: r.detail for r in STEPS[spec.step].checks(cluster, spec) if not r.passed}
 
 
 @pytest.mark.parametrize("spec", [OPERATOR_GATE, KAI_GATE, AGENTS_GATE], ids=lambda s: s.step)
@@ -226,7 +228,7 @@ def test_kai_in_the_wrong_sharing_mode_fails_and_missing_fractioning_is_only_rep
     config["spec"]["global"]["gpuSharingMode"] = "NonMemoryEnforced"
     message = "Gpu Fractioning is not ready. GpuFractioningConfig not found"
     config["status"]["conditions"][1] = condition("DependenciesFulfilled", "False", message)
-    results = {r.check: r for r in CHECKS["kai-scheduler"](cluster, KAI_GATE)}
+    results = {r.check: r for r in STEPS["kai-scheduler"].checks(cluster, KAI_GATE)}
     assert not results["gpu-sharing-mode"].passed and "NonMemoryEnforced" in results["gpu-sharing-mode"].detail
     assert results["kai-dependencies"].passed, "the guide expects it at this point"
     assert message in results["kai-dependencies"].detail
@@ -478,8 +480,37 @@ def test_a_gate_that_never_holds_fails_naming_what_is_missing_the_key_and_the_wa
 def test_gate_specs_follow_the_config() -> None:
     registry = {"registry": {"server": "registry.example.com/team/kai-fork"}}
     driver_620 = {"gpuOperator": {"driver": {"version": "620.10.01"}, "readyTimeoutSeconds": 2400}}
-    specs = gate_specs(parse_config({**registry, **driver_620}))
-    assert specs["gpu-operator"].minimum_driver_major == 620, "the operator installs the pinned driver"
-    assert specs["gpu-operator"].timeout_seconds == 2400
+    operator = gate_spec(parse_config({**registry, **driver_620}), "gpu-operator")
+    assert operator.minimum_driver_major == 620, "the operator installs the pinned driver"
+    assert operator.timeout_seconds == 2400
     host = {"gpuOperator": {"driver": {"source": "host", "version": "620.10.01"}}}
-    assert gate_specs(parse_config({**registry, **host}))["gpu-operator"].minimum_driver_major == 615
+    assert gate_spec(parse_config({**registry, **host}), "gpu-operator").minimum_driver_major == 615
+    moved = parse_config(
+        {**registry, "kai": {"namespace": "kai-system"}, "gpuFractioning": {"namespace": "gpu-agents"}}
+    )
+    agents = gate_spec(moved, "gpu-fractioning")
+    assert (agents.namespace, agents.kai_namespace) == ("gpu-agents", "kai-system"), "every namespace it names"
+    assert gate_spec(moved, "kai-scheduler").sharing_mode == "NvFractions"
+    admission = gate_spec(parse_config({**registry, "admission": {"mode": "warn"}}), "fraction-admission")
+    assert (admission.namespace, admission.admission_mode) == ("default", "warn")
+
+
+def test_every_step_has_one_record_and_a_spec() -> None:
+    config = parse_config({"registry": {"server": "registry.example.com/team/kai-fork"}})
+    assert list(STEPS) == list(get_args(Step))
+    for step, record in STEPS.items():
+        assert gate_spec(config, step).step == step
+        assert record.timeout_key.endswith(".readyTimeoutSeconds")
+
+
+def test_the_agents_gate_names_kais_namespace_when_kai_does_not_see_them() -> None:
+    config = {
+        "apiVersion": "kai.scheduler/v1",
+        "status": {
+            "conditions": [
+                {"type": "DependenciesFulfilled", "status": "False", "message": "GpuFractioningConfig not found"}
+            ]
+        },
+    }
+    result = decide.decide_kai_sees_fractioning(config, "kai-system")
+    assert not result.passed and "kubectl -n kai-system logs deploy/kai-operator" in result.detail
