@@ -2,7 +2,7 @@
 # Local Kubernetes control plane, all on 127.0.0.1: etcd, kube-apiserver,
 # kube-controller-manager and kube-scheduler built from their Go modules, and
 # kwok turning the Node objects in tests/fixtures/nodes/ into fake GPU nodes
-# whose pods go Running, and the stand-in operators of tests/operators doing at
+# whose pods go Running, and the stand-in operators of standins/operators doing at
 # run time what the GPU Operator, KAI's and gpu-fractioning's operators, nvml-mock,
 # GFD and the device plugins would; and a container registry (distribution) with
 # htpasswd authentication over TLS, where the fork builds push their images. kwok also serves the kubelet API: `exec` into a fake
@@ -65,7 +65,7 @@ REGISTRY_DIR=$STATE/registry
 REGISTRY_USER=kgf
 SERVICE_CIDR=10.96.0.0/16
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kgf-stand-in-operators registry)
-OPERATORS=$REPO/tests/operators
+OPERATORS=$REPO/standins/operators
 
 log() { say "$*"; }
 die() { log "error: $*"; exit 1; }
@@ -209,7 +209,7 @@ pid_of() {
   cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
   argv0=${cmdline%% *}
   if [[ $1 == kgf-stand-in-operators ]]; then
-    [[ $cmdline == *" -m tests.operators "* ]] || return 1
+    [[ $cmdline == *" -m standins.operators "* ]] || return 1
   else
     [[ ${argv0##*/} == "$1" ]] || return 1
   fi
@@ -337,7 +337,7 @@ fingerprint() { cat "${BASH_SOURCE[0]}" "$KWOK_FIXTURES/stages.yaml" "$OPERATORS
 start_stand_in_operators() {
   pid_of kgf-stand-in-operators >/dev/null && return
   ensure_engine_venv
-  PYTHONPATH=$REPO setsid "$KGF_STATE_DIR/engine-venv/bin/python" -m tests.operators \
+  PYTHONPATH=$REPO setsid "$KGF_STATE_DIR/engine-venv/bin/python" -m standins.operators \
     --kubeconfig="$KUBECONFIG_FILE" --workdir="$STATE/stand-in-operators" \
     >>"$STATE/logs/kgf-stand-in-operators.log" 2>&1 </dev/null &
   echo $! >"$STATE/run/kgf-stand-in-operators.pid"

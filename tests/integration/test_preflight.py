@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from standins.operators.node_daemons import gfd_labels
 from tests.integration.conftest import label_as_the_gpu_operator_would, reset_gpu_node
 from tests.integration.stand_ins import check_pods_print, check_pods_print_nothing
 from tests.integration.workspace import REPO, Workspace, kubectl
-from tests.operators.node_daemons import gfd_labels
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 # Where each package's modules live, and the name they are imported by.
-PACKAGES = {"components": REPO / "components", "gpu_policies": REPO / "policy" / "gpu_policies"}
+PACKAGES = {
+    "components": REPO / "components",
+    "gpu_policies": REPO / "policy" / "gpu_policies",
+    "standins": REPO / "standins",
+}
 MAX_LEVELS = 6
 # Where stacks deployed before the package layout unpickle their dynamic providers from: nothing in
 # the program imports them, so they add no level to it.
@@ -104,10 +108,20 @@ def test_the_config_model_imports_nothing_else_of_the_program() -> None:
             assert not outside, f"{module} imports {sorted(outside)}: the config model must stay at the ground"
 
 
+def test_the_stand_ins_and_the_program_import_nothing_of_each_other() -> None:
+    """The stand-ins replay upstream components, not the program's belief about them; and the
+    program never runs with a stand-in inside it."""
+    for module, targets in graph().items():
+        other = "components" if module.startswith("standins") else "standins"
+        crossing = {t for t in targets if t == other or t.startswith(f"{other}.")}
+        assert not crossing, f"{module} imports {sorted(crossing)}"
+
+
 def test_the_graph_is_read_at_all() -> None:
     edges = graph()
     assert "components.config.model" in edges["components.stack"], "the reader must see the stack import its config"
     assert len(edges) > 20
+    assert "standins.operators.cluster" in edges["standins.operators.knobs"], "the stand-ins must be read too"
 
 
 # ---------------------------------------------------------------- packages

@@ -46,7 +46,7 @@ from components.checks.preflight_rows import Expectations, Finding, blocking, ev
 from components.config.load import parse_config
 from components.config.model import CheckId, PreflightConfig
 from components.gpu_cluster.node_agents import mpsd_memory_limit_mib, mpsd_memory_needed_mib
-from tests.operators.node_daemons import gfd_labels
+from standins.operators.node_daemons import gfd_labels
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOST = FIXTURES / "proof" / "host"

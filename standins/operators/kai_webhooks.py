@@ -1,6 +1,6 @@
 """STAND-IN for the webhooks KAI-Scheduler's operator registers and its pods serve.
 
-Replays tests/fixtures/upstream/kai-scheduler/webhook-configurations.yaml (see its provenance): the
+Replays standins/upstream/kai-scheduler/webhook-configurations.yaml (see its provenance): the
 operator registers all four configurations, `failurePolicy: Fail`, owned by Config `kai-config`, in
 the reconcile that creates its Deployments; admission, queue-controller and podgroup-controller
 answer them only once their pods have started. Here each answers the `kai-webhooks` delay after
@@ -28,10 +28,10 @@ from typing import Any
 
 import yaml
 
-from tests.operators.cluster import Cluster, FirstSeen, Json, name_of, owned_by, path
-from tests.operators.knobs import Knobs
+from standins.operators.cluster import Cluster, FirstSeen, Json, name_of, owned_by, path
+from standins.operators.knobs import Knobs
 
-RECORDED = Path(__file__).parents[1] / "fixtures/upstream/kai-scheduler/webhook-configurations.yaml"
+RECORDED = Path(__file__).parents[1] / "upstream/kai-scheduler/webhook-configurations.yaml"
 RECORDED_NAMESPACE = "kai-scheduler"
 # The Deployment whose pods serve each recorded configuration.
 SERVED_BY = {

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from tests.operators.cluster import (
+from standins.operators.cluster import (
     STRATEGIC_PATCH,
     Cluster,
     Condition,
@@ -39,8 +39,8 @@ from tests.operators.cluster import (
     pods_by_node,
     same_conditions,
 )
-from tests.operators.hardware import labels
-from tests.operators.knobs import NAMESPACE, Knobs
+from standins.operators.hardware import labels
+from standins.operators.knobs import NAMESPACE, Knobs
 
 CONFIG = path("gpu-fractioning.kai.scheduler/v1alpha1", "gpufractioningconfigs", name="default")
 FINALIZER = "gpu-fractioning.nvidia.com/cleanup-node-conditions"
@@ -61,7 +61,7 @@ def version_tuple(raw: str) -> tuple[int, ...]:
 
 # What mpsd prints, as recorded from its source: both of slog's formats (see the file's provenance).
 MPSD_LOG_LINES = yaml.safe_load(
-    (Path(__file__).parents[1] / "fixtures/upstream/gpu-fractioning/mpsd-log-lines.yaml").read_text()
+    (Path(__file__).parents[1] / "upstream/gpu-fractioning/mpsd-log-lines.yaml").read_text()
 )
 
 

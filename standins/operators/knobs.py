@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tests.operators.cluster import Cluster, path
+from standins.operators.cluster import Cluster, path
 
 CONFIGMAP = "kgf-stand-in-operators"
 NAMESPACE = "kube-system"

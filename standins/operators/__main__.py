@@ -1,6 +1,6 @@
 """Runs the stand-in operators against a control plane until stopped:
 
-    python -m tests.operators --kubeconfig PATH --workdir DIR
+    python -m standins.operators --kubeconfig PATH --workdir DIR
 
 scripts/control-plane.sh starts it with each instance; its log is the instance's
 logs/stand-in-operators.log.
@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from tests.operators.cluster import Cluster
-from tests.operators.gpu_fractioning import GpuFractioningOperator
-from tests.operators.gpu_operator import GpuOperator
-from tests.operators.kai_operator import KaiOperator
-from tests.operators.knobs import Knobs
-from tests.operators.node_daemons import DevicePlugins, FeatureDiscovery, NvmlMock
+from standins.operators.cluster import Cluster
+from standins.operators.gpu_fractioning import GpuFractioningOperator
+from standins.operators.gpu_operator import GpuOperator
+from standins.operators.kai_operator import KaiOperator
+from standins.operators.knobs import Knobs
+from standins.operators.node_daemons import DevicePlugins, FeatureDiscovery, NvmlMock
 
 INTERVAL_SECONDS = 1.0
 
@@ -31,7 +31,7 @@ class StandIn(Protocol):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.operators", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m standins.operators", description=__doc__)
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--workdir", required=True, type=Path)
     args = parser.parse_args()

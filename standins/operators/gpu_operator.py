@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.operators.cluster import (
+from standins.operators.cluster import (
     Cluster,
     Condition,
     FirstSeen,
@@ -27,8 +27,8 @@ from tests.operators.cluster import (
     path,
     same_conditions,
 )
-from tests.operators.hardware import GPU_PRESENT_LABEL, NFD_PCI_LABEL, labels, mig_capable
-from tests.operators.knobs import Knobs
+from standins.operators.hardware import GPU_PRESENT_LABEL, NFD_PCI_LABEL, labels, mig_capable
+from standins.operators.knobs import Knobs
 
 POLICIES = path("nvidia.com/v1", "clusterpolicies")
 RUNTIME_CLASSES = path("node.k8s.io/v1", "runtimeclasses")

@@ -6,7 +6,7 @@ and one scheduler Deployment per SchedulingShard, owned by the shard, each runni
 Config block names. It writes the Config's conditions: Reconciling, Deployed, Available,
 DependenciesFulfilled (with NvFractions: False until the `default` GpuFractioningConfig is
 Ready=True, with the fork's message) and Ready. In the same reconcile it registers KAI's four
-webhook configurations, which its Deployments' pods answer a little later (tests/operators/kai_webhooks.py).
+webhook configurations, which its Deployments' pods answer a little later (standins/operators/kai_webhooks.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.operators.cluster import (
+from standins.operators.cluster import (
     Cluster,
     Condition,
     FirstSeen,
@@ -28,8 +28,8 @@ from tests.operators.cluster import (
     path,
     same_conditions,
 )
-from tests.operators.kai_webhooks import KaiWebhooks
-from tests.operators.knobs import Knobs
+from standins.operators.kai_webhooks import KaiWebhooks
+from standins.operators.knobs import Knobs
 
 CONFIG = path("kai.scheduler/v1", "configs", name="kai-config")
 SHARDS = path("kai.scheduler/v1", "schedulingshards")
@@ -45,7 +45,7 @@ SERVICES = {
 
 
 # Deployment name → the operand that reports it (its Name() upstream), as in Available's message
-# (tests/fixtures/upstream/kai-scheduler/kai-config-status.yaml).
+# (standins/upstream/kai-scheduler/kai-config-status.yaml).
 OPERANDS = {
     "admission": "KAIAdmission",
     "binder": "Binder",

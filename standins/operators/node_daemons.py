@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.operators.cluster import Cluster, FirstSeen, Json, name_of, path, pod_ready, pods_by_node
-from tests.operators.gpu_operator import DRIVER_VERSION_ANNOTATION
-from tests.operators.hardware import GPU_PRESENT_LABEL, GPU_RESOURCE, gpu_count, hardware, labels, mig_capable
-from tests.operators.knobs import Knobs
+from standins.operators.cluster import Cluster, FirstSeen, Json, name_of, path, pod_ready, pods_by_node
+from standins.operators.gpu_operator import DRIVER_VERSION_ANNOTATION
+from standins.operators.hardware import GPU_PRESENT_LABEL, GPU_RESOURCE, gpu_count, hardware, labels, mig_capable
+from standins.operators.knobs import Knobs
 
 NODES = path("v1", "nodes")
 PODS = path("v1", "pods")
