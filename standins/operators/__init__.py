@@ -2,7 +2,7 @@
 gpu-fractioning's operator, nvml-mock, GPU Feature Discovery or a kubelet's device manager.
 
 Each does, at run time and after a delay, what its real counterpart is documented to create
-(tests/fixtures/charts/README.md lists the sources): RuntimeClasses, node labels, allocatable GPUs,
+(standins/charts/README.md lists the sources): RuntimeClasses, node labels, allocatable GPUs,
 DaemonSets and Deployments, status and node conditions, daemon logs. None of them models a GPU. They
 let the program's gates and proofs run against a real API server with the real objects' shapes
 and timing, and fail the way a cluster whose operator is slow or absent fails.

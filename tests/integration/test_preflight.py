@@ -96,7 +96,7 @@ spec: {}
 
 @pytest.fixture
 def prepared_cluster() -> Iterator[None]:
-    cluster_policy_crd = REPO / "tests" / "fixtures" / "charts" / "gpu-operator" / "crds" / "clusterpolicies.yaml"
+    cluster_policy_crd = REPO / "standins" / "charts" / "gpu-operator" / "crds" / "clusterpolicies.yaml"
     kubectl("apply", "-f", str(cluster_policy_crd))
     kubectl("wait", "--for=condition=Established", "-f", str(cluster_policy_crd))
     kubectl("apply", "-f", "-", input_text=PREPARED_BY_SOMEONE_ELSE)
