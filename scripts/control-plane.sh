@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Local Kubernetes control plane, all on 127.0.0.1: etcd, kube-apiserver,
 # kube-controller-manager and kube-scheduler built from their Go modules, and
-# kwok turning the Node objects in tests/fixtures/nodes/ into fake GPU nodes
+# kwok turning the Node objects in standins/nodes/ into fake GPU nodes
 # whose pods go Running, and the stand-in operators of standins/operators doing at
 # run time what the GPU Operator, KAI's and gpu-fractioning's operators, nvml-mock,
 # GFD and the device plugins would; and a container registry (distribution) with
 # htpasswd authentication over TLS, where the fork builds push their images. kwok also serves the kubelet API: `exec` into a fake
 # pod runs the command on this machine (with the stand-in GPU tools of
-# tests/fixtures/node-tools first on PATH), and pod logs come from files; tests
+# standins/node-tools first on PATH), and pod logs come from files; tests
 # say which per pod with kwok's Exec/ClusterExec/Logs/ClusterLogs objects.
 #
 # Usage: scripts/control-plane.sh [--instance local|test|bench] build | up | down [--purge] | env | status
@@ -54,9 +54,9 @@ BIN=$CACHE/bin
 BUILD_LOG=$KGF_CACHE/logs/control-plane.log
 STATE=$KGF_STATE_DIR/control-plane/$INSTANCE
 KUBECONFIG_FILE=$STATE/kubeconfig
-NODES_DIR=$REPO/tests/fixtures/nodes
-KWOK_FIXTURES=$REPO/tests/fixtures/kwok
-NODE_TOOLS=$REPO/tests/fixtures/node-tools
+NODES_DIR=$REPO/standins/nodes
+KWOK_FIXTURES=$REPO/standins/kwok
+NODE_TOOLS=$REPO/standins/node-tools
 ETCD_PORT=${PORTS[0]}
 APISERVER_PORT=${PORTS[1]}
 KWOK_PORT=${PORTS[2]}

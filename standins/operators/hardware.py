@@ -1,4 +1,4 @@
-"""What a fixture node holds, from its stand-in-hardware annotations (tests/fixtures/nodes)."""
+"""What a fixture node holds, from its stand-in-hardware annotations (standins/nodes)."""
 
 from __future__ import annotations
 

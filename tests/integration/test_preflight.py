@@ -19,7 +19,7 @@ from tests.integration.workspace import REPO, Workspace, kubectl
 
 pytestmark = pytest.mark.integration
 
-NODE_FIXTURE = REPO / "tests" / "fixtures" / "nodes" / "gpu-node.yaml"
+NODE_FIXTURE = REPO / "standins" / "nodes" / "gpu-node.yaml"
 HOST_REPORTS = REPO / "tests" / "fixtures" / "proof" / "host"
 
 

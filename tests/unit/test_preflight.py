@@ -50,6 +50,7 @@ from standins.operators.node_daemons import gfd_labels
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOST = FIXTURES / "proof" / "host"
+NODE = Path(__file__).resolve().parents[2] / "standins" / "nodes" / "gpu-node.yaml"
 FORK = Expectations(
     profile="fork",
     stack_installs_gpu_operator=False,
@@ -70,7 +71,7 @@ FORK_ROWS = set(get_args(CheckId)) - {"allocatable-gpus"}
 
 def fixture_node() -> dict[str, Any]:
     """The fixture GPU node as the GPU Operator leaves it: GFD's labels, the device plugin's GPUs."""
-    node: dict[str, Any] = yaml.safe_load((FIXTURES / "nodes" / "gpu-node.yaml").read_text())
+    node: dict[str, Any] = yaml.safe_load(NODE.read_text())
     node["metadata"]["labels"] |= {"nvidia.com/gpu.present": "true", **gfd_labels(node, "615.71.09", "single")}
     node["status"]["capacity"]["nvidia.com/gpu"] = node["status"]["allocatable"]["nvidia.com/gpu"] = "8"
     return node
