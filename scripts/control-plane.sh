@@ -5,10 +5,11 @@
 # whose pods go Running, and the stand-in operators of standins/operators doing at
 # run time what the GPU Operator, KAI's and gpu-fractioning's operators, nvml-mock,
 # GFD and the device plugins would; and a container registry (distribution) with
-# htpasswd authentication over TLS, where the fork builds push their images. kwok also serves the kubelet API: `exec` into a fake
-# pod runs the command on this machine (with the stand-in GPU tools of
-# standins/node-tools first on PATH), and pod logs come from files; tests
-# say which per pod with kwok's Exec/ClusterExec/Logs/ClusterLogs objects.
+# htpasswd authentication over TLS, where the fork builds push their images.
+# kwok also serves the kubelet API: `exec` into a fake pod runs the command on
+# this machine (with the stand-in GPU tools of standins/node-tools first on
+# PATH), and pod logs come from files; tests say which per pod with kwok's
+# Exec/ClusterExec/Logs/ClusterLogs objects.
 #
 # Usage: scripts/control-plane.sh [--instance local|test|bench] build | up | down [--purge] | env | status
 #   build          build the binaries (and the kubectl and helm clients) once into the version-keyed cache
@@ -503,7 +504,7 @@ case ${1:-} in
   env) cmd_env ;;
   status) cmd_status ;;
   *)
-    sed -n 's/^# \{0,1\}//; 9,20p' "${BASH_SOURCE[0]}" >&2
+    sed -n '/^# Usage:/,/^[^#]/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
 esac
