@@ -30,7 +30,7 @@ if ! command -v shellcheck >/dev/null && command -v apt-get >/dev/null && [[ $(i
 fi
 tools/lint-workflows.sh
 if command -v shellcheck >/dev/null; then
-	shellcheck -x scripts/*.sh .ci/run tools/*.sh
+	shellcheck -x scripts/*.sh scripts/control-plane/*.sh .ci/run tools/*.sh
 else
 	say "shellcheck is not installed: the shell scripts are not linted"
 fi
