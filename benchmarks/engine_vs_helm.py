@@ -49,7 +49,7 @@ from components.vocabulary import kai
 from tests.integration.test_dev_stack import NODE, dev_config
 from tests.integration.workspace import REPO, Workspace, kubectl, wait_until
 
-CHARTS = REPO / "tests" / "fixtures" / "charts"
+CHARTS = REPO / "standins" / "charts"
 EMPTY_PROGRAM = "import pulumi_kubernetes as k8s\n\nk8s.Provider('cluster')\n"
 # The empty program plus the imports of the real one: its modules and the SDK's API groups they use.
 IMPORTS_PROGRAM = """import pulumi_kubernetes as k8s

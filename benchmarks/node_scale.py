@@ -10,7 +10,7 @@ On the local control plane with the stand-in charts and operators, for each flee
   a100 preview   `pulumi preview` of the a100 stack (prebuilt images, smoke proof off)
   a100 cold up   its `pulumi up` on fresh nodes: the GPU Operator's, KAI's and gpu-fractioning's gates
                  wait for their DaemonSets on every node, then destroy
-Each cold up starts from nodes as a new machine has them (tests/fixtures/nodes/gpu-node.yaml).
+Each cold up starts from nodes as a new machine has them (standins/nodes/gpu-node.yaml).
 Run it with scripts/benchmark.sh, which gives it a control plane of its own:
 `scripts/benchmark.sh node_scale [-- --rounds N --nodes 64]`. It removes the nodes it added, even
 when it fails.
@@ -40,7 +40,7 @@ from tests.integration.test_dev_stack import dev_config
 from tests.integration.test_fork_stack import PASSWORD, a100_config, inline_kubeconfig
 from tests.integration.workspace import REPO, Workspace, kubectl
 
-NODE_FIXTURE = REPO / "tests" / "fixtures" / "nodes" / "gpu-node.yaml"
+NODE_FIXTURE = REPO / "standins" / "nodes" / "gpu-node.yaml"
 HOST_REPORT = REPO / "tests" / "fixtures" / "proof" / "host" / "host-report-hgx.txt"
 
 

@@ -38,7 +38,7 @@ eval "$("$KGF_REPO/scripts/control-plane.sh" env)"
 mkdir -p "$project" "$local_state/backend"
 ln -sfn "$KGF_REPO/__main__.py" "$project/__main__.py"
 ln -sfn "$KGF_REPO/components" "$project/components"
-ln -sfn "$KGF_REPO/tests/fixtures/charts" "$project/charts"
+ln -sfn "$KGF_REPO/standins/charts" "$project/charts"
 cat >"$project/Pulumi.yaml" <<YAML
 name: kai-gpu-fractions
 runtime:

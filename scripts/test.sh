@@ -21,7 +21,7 @@ ensure_engine_venv
 say "Lint and type checks"
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --quiet --check .
-.venv/bin/mypy components tests benchmarks tools __main__.py
+.venv/bin/mypy components tests benchmarks tools standins __main__.py
 (cd policy && ../.venv/bin/mypy gpu_policies __main__.py)
 # actionlint checks workflow `run:` scripts with shellcheck when it is on PATH.
 if ! command -v shellcheck >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
@@ -30,7 +30,7 @@ if ! command -v shellcheck >/dev/null && command -v apt-get >/dev/null && [[ $(i
 fi
 tools/lint-workflows.sh
 if command -v shellcheck >/dev/null; then
-	shellcheck -x scripts/*.sh .ci/run tools/*.sh
+	shellcheck -x scripts/*.sh scripts/control-plane/*.sh .ci/run tools/*.sh
 else
 	say "shellcheck is not installed: the shell scripts are not linted"
 fi

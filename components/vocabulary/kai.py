@@ -51,7 +51,7 @@ VALIDATING_CONTROLLERS: tuple[tuple[str, str, str, Admits], ...] = (
 @dataclass(frozen=True)
 class WebhookConfiguration:
     """One webhook configuration KAI's operator registers, `failurePolicy: Fail`, in the reconcile
-    that creates its Deployments (recorded in tests/fixtures/upstream/kai-scheduler)."""
+    that creates its Deployments (recorded in standins/upstream/kai-scheduler)."""
 
     kind: Literal["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
     name: str

@@ -14,13 +14,13 @@ import pytest
 import yaml
 
 from components.checks.waiting import Clock, Deadline, poll
+from standins.operators.cluster import name_of
+from standins.operators.gpu_fractioning import RECORD
+from standins.operators.kai_webhooks import recorded_configurations
+from standins.operators.knobs import CONFIGMAP, NAMESPACE
+from standins.operators.node_daemons import gfd_labels
 from tests.integration import processes
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, require_env
-from tests.operators.cluster import name_of
-from tests.operators.gpu_fractioning import RECORD
-from tests.operators.kai_webhooks import recorded_configurations
-from tests.operators.knobs import CONFIGMAP, NAMESPACE
-from tests.operators.node_daemons import gfd_labels
 
 NODE = "gpu-node-0"
 GPU = "nvidia.com/gpu"
@@ -122,7 +122,7 @@ def label_as_the_gpu_operator_would() -> None:
 
 @contextmanager
 def stand_in_operators(**delays: str | float) -> Iterator[None]:
-    """How long each stand-in operator takes in the block (tests/operators/knobs.py): seconds, or
+    """How long each stand-in operator takes in the block (standins/operators/knobs.py): seconds, or
     "never" for one that never does its work; `gpu_operator=30` sets the key `gpu-operator`."""
     data = {key.replace("_", "-"): str(value) for key, value in delays.items()}
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIGMAP, "namespace": NAMESPACE}}

@@ -60,7 +60,7 @@ def make_stand_in_fork(base: Path, recipe: ForkRecipe) -> StandInFork:
     shutil.copy(fixture / "Makefile", work / "Makefile")
     (work / "hack").mkdir()
     shutil.copy(FIXTURES / "forks" / "stand-in-image.sh", work / "hack" / "stand-in-image.sh")
-    shutil.copytree(FIXTURES / "charts" / STAND_IN_CHARTS[recipe.key], work / recipe.chart_path)
+    shutil.copytree(REPO / "standins" / "charts" / STAND_IN_CHARTS[recipe.key], work / recipe.chart_path)
     (work / ".gitignore").write_text(".stand-in-images/\n")
     (work / "README.md").write_text(f"STAND-IN for the {recipe.key} fork, written for kai-gpu-fractions tests.\n")
     git(work, "init", "-q")

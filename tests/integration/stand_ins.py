@@ -37,7 +37,7 @@ CHECK_POD_LOGS = "preflight-check-pods"
 
 def check_pods_print(report: Path, work: Path) -> None:
     """Makes every preflight check pod "print" a host report: kwok completes the check pod
-    (tests/fixtures/kwok/stages.yaml) and serves its log from the file a ClusterLogs object names,
+    (standins/kwok/stages.yaml) and serves its log from the file a ClusterLogs object names,
     so the runner's create, wait, log read and delete all run. Undo with `check_pods_print_nothing`."""
     log = cri_log(report, work / f"{report.name}.cri.log")
     logs = {

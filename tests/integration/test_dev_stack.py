@@ -2,7 +2,7 @@
 
 There is no kind here, so the lab uses the local control plane as an existing cluster, with
 stand-in charts; fake GPUs come from the kwok node gpu-node-0, labelled and advertised by the stand-in
-nvml-mock and device plugin (tests/operators). The lab proof runs against stand-ins for KAI's queue
+nvml-mock and device plugin (standins/operators). The lab proof runs against stand-ins for KAI's queue
 accounting and the isolator's webhook (tests/integration/stand_ins.py).
 """
 

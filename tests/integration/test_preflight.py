@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 import yaml
 
+from standins.operators.node_daemons import gfd_labels
 from tests.integration.conftest import label_as_the_gpu_operator_would, reset_gpu_node
 from tests.integration.stand_ins import check_pods_print, check_pods_print_nothing
 from tests.integration.workspace import REPO, Workspace, kubectl
-from tests.operators.node_daemons import gfd_labels
 
 pytestmark = pytest.mark.integration
 
-NODE_FIXTURE = REPO / "tests" / "fixtures" / "nodes" / "gpu-node.yaml"
+NODE_FIXTURE = REPO / "standins" / "nodes" / "gpu-node.yaml"
 HOST_REPORTS = REPO / "tests" / "fixtures" / "proof" / "host"
 
 
@@ -96,7 +96,7 @@ spec: {}
 
 @pytest.fixture
 def prepared_cluster() -> Iterator[None]:
-    cluster_policy_crd = REPO / "tests" / "fixtures" / "charts" / "gpu-operator" / "crds" / "clusterpolicies.yaml"
+    cluster_policy_crd = REPO / "standins" / "charts" / "gpu-operator" / "crds" / "clusterpolicies.yaml"
     kubectl("apply", "-f", str(cluster_policy_crd))
     kubectl("wait", "--for=condition=Established", "-f", str(cluster_policy_crd))
     kubectl("apply", "-f", "-", input_text=PREPARED_BY_SOMEONE_ELSE)

@@ -1,7 +1,7 @@
 """The a100 smoke proof under the real engine, on kwok pods whose GPU evidence is chosen by the test.
 
 kwok serves the kubelet API of the fake node: `exec` runs the command on this machine, where
-tests/fixtures/node-tools stands in for nvidia-smi and nvidia-cuda-mps-control and prints the
+standins/node-tools stands in for nvidia-smi and nvidia-cuda-mps-control and prints the
 guide-shaped fixture the test names in a kwok Exec object; pod logs come from kwok Logs objects.
 A stand-in binder (a mutating webhook, so the annotations are there before the pod runs, as the
 real binder writes them before it binds) annotates the smoke pods, and a stand-in mpsd pod answers

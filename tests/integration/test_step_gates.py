@@ -1,6 +1,6 @@
 """The gates between the guide's steps under the real engine, with the stand-in operators slow or absent.
 
-The stand-in operators (tests/operators) do at run time what the real ones do: the GPU Operator's
+The stand-in operators (standins/operators) do at run time what the real ones do: the GPU Operator's
 RuntimeClass and GFD labels, KAI's Deployments, gpu-fractioning's DaemonSets and node conditions.
 Here they are made slow, so `up` must wait for them, or never do their work, so the gate after
 their step must fail the update before the next step creates anything.

@@ -65,7 +65,7 @@ class Workspace:
         else:
             shutil.copy(program, root / "__main__.py")
         # Stable relative chart paths: an absolute path that differs between runs would show as a diff.
-        (root / "charts").symlink_to(REPO / "tests" / "fixtures" / "charts")
+        (root / "charts").symlink_to(REPO / "standins" / "charts")
         return cls(root, state)
 
     def pulumi(

@@ -18,7 +18,7 @@ from tests.policy.harness import run_resource, run_stack
 REPO = Path(__file__).resolve().parents[2]
 # Chart paths in the table are relative to the program's directory, where the engine runs the pack.
 CHART_LINKS = {
-    "charts": REPO / "tests" / "fixtures" / "charts",
+    "charts": REPO / "standins" / "charts",
     "guide-charts": REPO / "tests" / "fixtures" / "guide-rules" / "charts",
 }
 PACK_CASES = cases("pack")

@@ -12,7 +12,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 # Where each package's modules live, and the name they are imported by.
-PACKAGES = {"components": REPO / "components", "gpu_policies": REPO / "policy" / "gpu_policies"}
+PACKAGES = {
+    "components": REPO / "components",
+    "gpu_policies": REPO / "policy" / "gpu_policies",
+    "standins": REPO / "standins",
+}
 # The stack, an install, a check, the Kubernetes adapter, the config model, its types, the vocabulary.
 MAX_LEVELS = 7
 # Where stacks deployed before the package layout unpickle their dynamic providers from: nothing in
@@ -144,10 +148,20 @@ def test_the_checks_never_see_the_whole_stack_config() -> None:
         assert "StackConfig" not in names, f"{path.name} reads the whole StackConfig: take a spec built in stack.py"
 
 
+def test_the_stand_ins_and_the_program_import_nothing_of_each_other() -> None:
+    """The stand-ins replay upstream components, not the program's belief about them; and the
+    program never runs with a stand-in inside it."""
+    for module, targets in graph().items():
+        other = "components" if module.startswith("standins") else "standins"
+        crossing = {t for t in targets if t == other or t.startswith(f"{other}.")}
+        assert not crossing, f"{module} imports {sorted(crossing)}"
+
+
 def test_the_graph_is_read_at_all() -> None:
     edges = graph()
     assert "components.config.model" in edges["components.stack"], "the reader must see the stack import its config"
     assert len(edges) > 20
+    assert "standins.operators.cluster" in edges["standins.operators.knobs"], "the stand-ins must be read too"
 
 
 # ---------------------------------------------------------------- packages

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.operators.kai_webhooks import MISSING_RESOURCES, QUEUE_PATH, KaiWebhooks, recorded_configurations
+from standins.operators.kai_webhooks import MISSING_RESOURCES, QUEUE_PATH, KaiWebhooks, recorded_configurations
 
 CONFIG = {"apiVersion": "kai.scheduler/v1", "kind": "Config", "metadata": {"name": "kai-config", "uid": "u-1"}}
 

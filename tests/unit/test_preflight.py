@@ -47,10 +47,11 @@ from components.config.load import parse_config
 from components.config.model import CheckId, PreflightConfig
 from components.stack import cluster_access, preflight_expectations, preflight_spec
 from components.vocabulary.fractioning import mpsd_memory_limit_mib, mpsd_memory_needed_mib
-from tests.operators.node_daemons import gfd_labels
+from standins.operators.node_daemons import gfd_labels
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOST = FIXTURES / "proof" / "host"
+NODE = Path(__file__).resolve().parents[2] / "standins" / "nodes" / "gpu-node.yaml"
 FORK = Expectations(
     profile="fork",
     stack_installs_gpu_operator=False,
@@ -71,7 +72,7 @@ FORK_ROWS = set(get_args(CheckId)) - {"allocatable-gpus"}
 
 def fixture_node() -> dict[str, Any]:
     """The fixture GPU node as the GPU Operator leaves it: GFD's labels, the device plugin's GPUs."""
-    node: dict[str, Any] = yaml.safe_load((FIXTURES / "nodes" / "gpu-node.yaml").read_text())
+    node: dict[str, Any] = yaml.safe_load(NODE.read_text())
     node["metadata"]["labels"] |= {"nvidia.com/gpu.present": "true", **gfd_labels(node, "615.71.09", "single")}
     node["status"]["capacity"]["nvidia.com/gpu"] = node["status"]["allocatable"]["nvidia.com/gpu"] = "8"
     return node

@@ -17,9 +17,9 @@ from components.checks.waiting import Clock, poll_delays
 from components.config.load import parse_config
 from components.stack import gate_spec
 from components.vocabulary import kai
-from tests.operators.cluster import name_of
-from tests.operators.gpu_fractioning import mpsd_log
-from tests.operators.kai_webhooks import recorded_configurations
+from standins.operators.cluster import name_of
+from standins.operators.gpu_fractioning import mpsd_log
+from standins.operators.kai_webhooks import recorded_configurations
 from tests.unit.test_preflight import fixture_node
 
 Json = dict[str, Any]
@@ -303,7 +303,7 @@ def test_the_gate_expects_the_configurations_kai_config_names_and_skips_disabled
 
 
 RECORDED_KAI_STATUS = yaml.safe_load(
-    (Path(__file__).parents[1] / "fixtures/upstream/kai-scheduler/kai-config-status.yaml").read_text()
+    (Path(__file__).parents[2] / "standins/upstream/kai-scheduler/kai-config-status.yaml").read_text()
 )
 
 
