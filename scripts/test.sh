@@ -4,8 +4,9 @@
 #   unit and policy tests (Pulumi mocks, direct policy calls);
 #   the integration tier: the real Pulumi engine and providers against a local control plane.
 # Everything it needs is built or installed by the scripts it calls, and cached outside the repo.
-# The integration tier gets a control plane of its own (instance `test`), made fresh for each run
-# and removed afterwards: a deployment made with scripts/deploy-local.sh is never touched.
+# The integration tier gets control planes of its own (instance `test`, and `test2` for a second
+# worker), made fresh for each run and removed afterwards: a deployment made with
+# scripts/deploy-local.sh is never touched. It prints the ten slowest tests.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -k dev_stack`.
 set -euo pipefail
 
@@ -47,13 +48,32 @@ say "Stand-in provider plugins: gofmt, go vet, go test"
 	go test ./...
 )
 
-say "The tests' own control plane"
-control_plane=(scripts/control-plane.sh --instance test)
-"${control_plane[@]}" down --purge # whatever an interrupted run left behind
-trap '"${control_plane[@]}" down --purge' EXIT
-"${control_plane[@]}" up
-eval "$("${control_plane[@]}" env)"
+say "The tests' own control planes"
+# One control plane per pytest worker (instances test, test2, ...): each test module runs whole on
+# one worker (--dist loadfile), against its worker's cluster, so modules never see each other's
+# objects. KGF_TEST_WORKERS=1 runs everything on instance `test` alone.
+workers=${KGF_TEST_WORKERS:-2}
+[[ $workers =~ ^[1-3]$ ]] || { say "KGF_TEST_WORKERS must be 1, 2 or 3, not '$workers'"; exit 2; }
+instances=(test test2 test3)
+instances=("${instances[@]:0:workers}")
+env_files=()
+down_all() {
+	for instance in "${instances[@]}"; do scripts/control-plane.sh --instance "$instance" down --purge; done
+}
+down_all # whatever an interrupted run left behind
+trap down_all EXIT
+for instance in "${instances[@]}"; do
+	scripts/control-plane.sh --instance "$instance" up
+	scripts/control-plane.sh --instance "$instance" env >"$KGF_STATE_DIR/control-plane/$instance/env.sh"
+	env_files+=("$KGF_STATE_DIR/control-plane/$instance/env.sh")
+done
+# The first worker's environment is also this shell's; each worker applies its own (tests/conftest.py).
+# shellcheck source=/dev/null
+source "${env_files[0]}"
+export KGF_TEST_ENV_FILES="${env_files[*]}"
 
 say "Tests: unit, policy and integration"
 export KGF_ENGINE_VENV=$KGF_STATE_DIR/engine-venv
-.venv/bin/python -m pytest -m "integration or not integration" "$@"
+parallel=()
+((workers == 1)) || parallel=(-n "$workers" --dist loadfile)
+.venv/bin/python -m pytest -m "integration or not integration" "${parallel[@]}" --durations=10 "$@"
