@@ -42,7 +42,7 @@ from components.checks.host_check import (
 )
 from components.checks.kube import KubeClient
 from components.checks.preflight import format_report, read_cluster_facts
-from components.checks.preflight_rows import Expectations, Finding, blocking, evaluate, parse_container_runtime
+from components.checks.preflight_decisions import Expectations, Finding, blocking, evaluate, parse_container_runtime
 from components.config.load import parse_config
 from components.config.model import CheckId, PreflightConfig
 from components.stack import cluster_access, preflight_expectations, preflight_spec
