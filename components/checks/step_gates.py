@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 from components.checks import gate_decisions as decide
 from components.checks.cluster_facts import is_gpu_node, node_facts
 from components.checks.dynamic import ReportedFailure
-from components.checks.proof import ProofResult, failures, format_proof, guarded
+from components.checks.results import CheckResult, failures, format_results, guarded
 from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import KaiConfig
 from components.vocabulary import fractioning, kai
@@ -94,7 +94,7 @@ def gpu_nodes(cluster: GateCluster) -> list[Json]:
     return [n for n in cluster.list_nodes() if is_gpu_node(node_facts(n))]
 
 
-def check_gpu_operator(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+def check_gpu_operator(cluster: GateCluster, spec: GateSpec) -> list[CheckResult]:
     return [
         guarded(
             "cluster-policy",
@@ -163,7 +163,7 @@ def webhook_probes() -> dict[kai.Admits, tuple[str, str, str | None, Json]]:
     }
 
 
-def check_kai_webhooks(cluster: GateCluster, config: Json | None) -> ProofResult:
+def check_kai_webhooks(cluster: GateCluster, config: Json | None) -> CheckResult:
     expected = kai.webhook_configurations((config or {}).get("spec"))
     registered = {w.name: cluster.read_webhook_configuration(w.kind, w.name) for w in expected}
     services = {s for found in registered.values() if found for s in decide.webhook_services(found)}
@@ -177,7 +177,7 @@ def check_kai_webhooks(cluster: GateCluster, config: Json | None) -> ProofResult
     return decide.decide_kai_webhooks(expected, registered, ready, refusals)
 
 
-def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[CheckResult]:
     deployments = guarded(
         "deployments",
         lambda: decide.decide_deployments(cluster.list_deployments(spec.namespace), kai.DEPLOYMENTS, spec.namespace),
@@ -185,7 +185,7 @@ def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResul
     try:
         config = read_kai_config(cluster)
     except Exception as error:  # reported as the check's failure, like every other read
-        return [deployments, ProofResult("kai-config", False, f"could not read kai-config: {error}")]
+        return [deployments, CheckResult("kai-config", False, f"could not read kai-config: {error}")]
     return [
         deployments,
         *decide.decide_kai_config(config, spec.sharing_mode, spec.namespace),
@@ -193,7 +193,7 @@ def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResul
     ]
 
 
-def check_gpu_fractioning(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+def check_gpu_fractioning(cluster: GateCluster, spec: GateSpec) -> list[CheckResult]:
     namespace = spec.namespace
 
     def mpsd_logs() -> dict[str, str]:
@@ -251,7 +251,7 @@ def admission_probe() -> Json:
     }
 
 
-def check_fraction_admission(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+def check_fraction_admission(cluster: GateCluster, spec: GateSpec) -> list[CheckResult]:
     mode = spec.admission_mode or "deny"
     group, version = "admissionregistration.k8s.io", "v1"
     return [
@@ -280,7 +280,7 @@ class GateStep:
 
     title: str
     timeout_key: str
-    checks: Callable[[GateCluster, GateSpec], list[ProofResult]]
+    checks: Callable[[GateCluster, GateSpec], list[CheckResult]]
 
 
 STEPS: dict[Step, GateStep] = {
@@ -320,7 +320,7 @@ def wait_for_gate(
     spec: GateSpec,
     clock: Clock | None = None,
     progress: Callable[[str], None] = progress_to_stderr,
-) -> list[ProofResult]:
+) -> list[CheckResult]:
     """The gate's results once every check holds; raises GateTimedOut naming what did not."""
     clock = clock or Clock()
     step = STEPS[spec.step]
@@ -328,7 +328,7 @@ def wait_for_gate(
     start = clock.now()
     last_said, said_at = "", start
 
-    def say_what_it_waits_for(results: list[ProofResult]) -> None:
+    def say_what_it_waits_for(results: list[CheckResult]) -> None:
         nonlocal last_said, said_at
         waiting = waiting_for(results)
         if waiting != last_said or clock.now() - said_at >= PROGRESS_EVERY_SECONDS:
@@ -345,11 +345,11 @@ def wait_for_gate(
     if waiting := waiting_for(results):
         raise GateTimedOut(
             f"{title}: not after {minutes(elapsed)} ({step.timeout_key} is {spec.timeout_seconds}); "
-            f"the next step was not started. Waiting for: {waiting}\n{format_proof(results, title)}"
+            f"the next step was not started. Waiting for: {waiting}\n{format_results(results, title)}"
         )
     progress(f"{title}: all {len(results)} checks hold after {minutes(elapsed)}")
     return results
 
 
-def waiting_for(results: list[ProofResult]) -> str:
+def waiting_for(results: list[CheckResult]) -> str:
     return "; ".join(f"{r.check}: {r.detail}" for r in failures(results))

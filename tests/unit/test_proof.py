@@ -26,16 +26,16 @@ from components.checks.lab_decisions import (
     queue_allocated_gpus,
 )
 from components.checks.lab_proof import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
-from components.checks.proof import (
+from components.checks.proof_resources import LabProof, LabProofProvider, SmokeProof, SmokeProofProvider, _ProofProvider
+from components.checks.results import (
+    CheckResult,
     Clock,
     ProofFailed,
-    ProofResult,
     default_container,
-    format_proof,
+    format_results,
     raise_on_failure,
     retry,
 )
-from components.checks.proof_resources import LabProof, LabProofProvider, SmokeProof, SmokeProofProvider, _ProofProvider
 from components.checks.smoke_decisions import (
     MpsNamespace,
     binder_annotations,
@@ -278,7 +278,7 @@ def test_the_reservation_boundary_is_recognised_as_the_expected_limit_of_fake_gp
 
 
 def test_the_report_lists_each_check_with_its_verdict() -> None:
-    report = format_proof([ProofResult("sm-share", True, "54 of 108 SMs"), ProofResult("memory-view", False, "x")])
+    report = format_results([CheckResult("sm-share", True, "54 of 108 SMs"), CheckResult("memory-view", False, "x")])
     assert report.splitlines() == [
         "Proof: 1 of 2 checks passed",
         "  PASS sm-share: 54 of 108 SMs",
@@ -287,7 +287,7 @@ def test_the_report_lists_each_check_with_its_verdict() -> None:
 
 
 def test_a_failed_proof_raises_naming_the_check_and_why() -> None:
-    results = [ProofResult("binder-annotations", True, "ok"), ProofResult("mps-namespaces", False, "no default")]
+    results = [CheckResult("binder-annotations", True, "ok"), CheckResult("mps-namespaces", False, "no default")]
     with pytest.raises(ProofFailed, match=r"failed 1 of 2 checks: mps-namespaces: no default"):
         raise_on_failure("SmokeProof", results)
     raise_on_failure("SmokeProof", results[:1])
@@ -392,7 +392,7 @@ def test_a_prepared_a100_passes_every_smoke_check_and_the_sm_measurement() -> No
         ("mps-namespaces", True),
         ("memory-view", True),
         ("sm-share", True),
-    ], format_proof(results)
+    ], format_results(results)
     assert cluster.created == [DEVICE_QUERY_POD], "deviceQuery runs as its own pod"
     assert cluster.deleted[-1] == DEVICE_QUERY_POD, "and is removed afterwards"
 
@@ -412,7 +412,7 @@ def test_smoke_pods_that_never_run_fail_every_check_with_their_phase() -> None:
     cluster = smoke_cluster()
     cluster.pods[("default", "fraction-smoke-b")]["status"]["phase"] = "Pending"
     results = prove_smoke(cluster, SPEC, NoWait())
-    assert all(not r.passed and "fraction-smoke-b Pending" in r.detail for r in results), format_proof(results)
+    assert all(not r.passed and "fraction-smoke-b Pending" in r.detail for r in results), format_results(results)
 
 
 class EightyGigNode(FakeCluster):
@@ -480,7 +480,7 @@ LAB_SPEC = LabSpec(gpu_count=8, gpu_memory_mib=40960, shared_memory_mib=20480, s
 
 def test_the_lab_proof_passes_and_reports_the_boundary_as_expected() -> None:
     results = prove_lab(lab_cluster(), LAB_SPEC, NoWait())
-    assert all(r.passed for r in results), format_proof(results)
+    assert all(r.passed for r in results), format_results(results)
     boundary = next(r for r in results if r.check == "reservation-boundary")
     assert "expected limit of fake GPUs" in boundary.detail, boundary.detail
 
@@ -515,16 +515,16 @@ class CannedSpec:
 class CannedProvider(_ProofProvider):
     kind = "CannedProof"
     spec_type = CannedSpec
-    results: list[ProofResult] = []
+    results: list[CheckResult] = []
 
-    def prove(self, cluster: KubeClient, props: Any) -> list[ProofResult]:
+    def prove(self, cluster: KubeClient, props: Any) -> list[CheckResult]:
         return self.results
 
 
 def test_a_passing_proof_becomes_results_and_report_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(KubeClient, "connect", lambda *_args: None)
     provider = CannedProvider()
-    provider.results = [ProofResult("sm-share", True, "54 of 108 SMs")]
+    provider.results = [CheckResult("sm-share", True, "54 of 108 SMs")]
     created = provider.create({"pods": ["fraction-smoke-a"]})
     assert created.outs is not None
     assert created.outs["results"] == [{"check": "sm-share", "passed": True, "detail": "54 of 108 SMs"}]
@@ -534,7 +534,7 @@ def test_a_passing_proof_becomes_results_and_report_outputs(monkeypatch: pytest.
 def test_a_failing_proof_fails_the_update_naming_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(KubeClient, "connect", lambda *_args: None)
     provider = CannedProvider()
-    provider.results = [ProofResult("memory-view", False, "the pod sees 40960 MiB")]
+    provider.results = [CheckResult("memory-view", False, "the pod sees 40960 MiB")]
     with pytest.raises(ProofFailed, match="memory-view: the pod sees 40960 MiB"):
         provider.update("id", {}, {"pods": ["fraction-smoke-a"]})
 
@@ -626,9 +626,9 @@ def test_a_retry_that_never_passes_makes_its_last_attempt_on_the_deadline() -> N
     fake = FakeTime()
     attempts: list[float] = []
 
-    def attempt() -> ProofResult:
+    def attempt() -> CheckResult:
         attempts.append(fake.t)
-        return ProofResult("never", False, "not yet")
+        return CheckResult("never", False, "not yet")
 
     assert not retry(Clock(now=lambda: fake.t, sleep=fake.sleep), 12.0, attempt).passed
     assert attempts[-1] == 12.0, f"the last attempt at {attempts[-1]} s, not after the 12 s deadline"
