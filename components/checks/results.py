@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from components.checks.dynamic import ReportedFailure
 from components.checks.waiting import Clock, Deadline, poll
@@ -33,30 +33,6 @@ def format_results(results: Iterable[CheckResult], title: str = "Proof") -> str:
 
 def failures(results: Iterable[CheckResult]) -> list[CheckResult]:
     return [r for r in results if not r.passed]
-
-
-class ProofCluster(Protocol):
-    """The few reads and execs the proofs need, as plain JSON-shaped dicts."""
-
-    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
-
-    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]: ...
-
-    def exec(self, namespace: str, pod: str, container: str | None, command: list[str]) -> str: ...
-
-    def create_pod(self, namespace: str, manifest: dict[str, Any]) -> None: ...
-
-    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None: ...
-
-    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str: ...
-
-    def read_node(self, name: str) -> dict[str, Any] | None: ...
-
-    def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]: ...
-
-    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> dict[str, Any] | None: ...
-
-    def events_for(self, namespace: str, name: str) -> list[str]: ...
 
 
 def default_container(pod: Mapping[str, Any]) -> str | None:

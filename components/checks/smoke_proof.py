@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.checks.cluster import Cluster
 from components.checks.results import (
     CheckResult,
-    ProofCluster,
     default_container,
     guarded,
     phase,
@@ -102,7 +102,7 @@ class SmokeSpec:
     timeout_seconds: int = 600
 
 
-def prove_smoke(cluster: ProofCluster, spec: SmokeSpec, clock: Clock | None = None) -> list[CheckResult]:
+def prove_smoke(cluster: Cluster, spec: SmokeSpec, clock: Clock | None = None) -> list[CheckResult]:
     """The guide's four checks on the smoke pods, then the SM share measured with deviceQuery."""
     clock = clock or Clock()
     deadline = clock.now() + spec.timeout_seconds
@@ -144,19 +144,19 @@ def prove_smoke(cluster: ProofCluster, spec: SmokeSpec, clock: Clock | None = No
     return results
 
 
-def _labelled_gpu_memory_mib(cluster: ProofCluster, node: str) -> int | None:
+def _labelled_gpu_memory_mib(cluster: Cluster, node: str) -> int | None:
     raw = ((cluster.read_node(node) or {}).get("metadata") or {}).get("labels", {}).get(GPU_MEMORY_LABEL, "")
     return int(raw) if str(raw).isdigit() and int(raw) > 0 else None
 
 
-def _running_pods(cluster: ProofCluster, spec: SmokeSpec) -> dict[str, dict[str, Any]] | None:
+def _running_pods(cluster: Cluster, spec: SmokeSpec) -> dict[str, dict[str, Any]] | None:
     pods = {name: cluster.read_pod(spec.namespace, name) for name in spec.pods}
     if all(p is not None and phase(p) == "Running" for p in pods.values()):
         return {name: pod for name, pod in pods.items() if pod is not None}
     return None
 
 
-def _namespaces(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock) -> CheckResult:
+def _namespaces(cluster: Cluster, spec: SmokeSpec, node: str, clock: Clock) -> CheckResult:
     mpsd = cluster.list_pods(spec.agents_namespace, MPSD_SELECTOR, f"spec.nodeName={node}")
     if not mpsd:
         return CheckResult("mps-namespaces", False, f"no mpsd pod ({MPSD_SELECTOR}) on node {node}")
@@ -171,7 +171,7 @@ def _namespaces(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock)
     return retry(clock, 60.0, attempt)
 
 
-def _sm_share(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock) -> CheckResult:
+def _sm_share(cluster: Cluster, spec: SmokeSpec, node: str, clock: Clock) -> CheckResult:
     sm_count = spec.sm_count
     if sm_count is None:
         product = ((cluster.read_node(node) or {}).get("metadata") or {}).get("labels", {}).get(GPU_PRODUCT_LABEL, "")
