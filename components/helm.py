@@ -80,17 +80,3 @@ def install(
         # `depends_on` adds what the caller's chart needs outside the cluster first.
         opts=pulumi.ResourceOptions(parent=parent, depends_on=dependencies),
     )
-
-
-def adopt(
-    resource_name: str, api_version: str, kind: str, name: str, opts: pulumi.ResourceOptions
-) -> k8s.apiextensions.CustomResource:
-    """Takes ownership of an object a chart creates but never deletes (or deletes too late).
-
-    Server-side apply upserts, and sending no spec leaves the chart the only source of its
-    fields; owning the object makes `pulumi destroy` delete it. Pass the release in `opts`'
-    depends_on so the object is deleted before the release is uninstalled.
-    """
-    return k8s.apiextensions.CustomResource(
-        resource_name, api_version=api_version, kind=kind, metadata={"name": name}, opts=opts
-    )

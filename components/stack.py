@@ -17,7 +17,7 @@ from components import helm
 from components.checks.dynamic import ClusterAccess
 from components.checks.lab_proof import AllocatableSpec, LabSpec
 from components.checks.preflight import PreflightSpec, run_preflight
-from components.checks.preflight_rows import Expectations
+from components.checks.preflight_decisions import Expectations
 from components.checks.proof_resources import GpusAllocatable, LabProof, SmokeProof, StepGate
 from components.checks.smoke_proof import SMOKE_POD_NAMES, SmokeSpec
 from components.checks.step_gates import PROBE_NAMESPACE, GateSpec, Step

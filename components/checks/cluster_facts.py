@@ -12,8 +12,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
+from components.checks.cluster import Cluster
 from components.vocabulary.nvidia import (
     CLUSTER_POLICY_GROUP,
     CLUSTER_POLICY_PLURAL,
@@ -155,18 +156,6 @@ def version_tuple(version: str) -> tuple[int, ...]:
 # ---------------------------------------------------------------- reading the cluster
 
 
-class ClusterReader(Protocol):
-    """The reads preflight needs (components/checks/kube.py's KubeClient has them)."""
-
-    def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]: ...
-
-    def list_runtime_classes(self) -> list[dict[str, Any]]: ...
-
-    def list_cluster_objects(self, group: str, version: str, plural: str) -> list[dict[str, Any]]: ...
-
-    def can_create(self, group: str, resource: str) -> bool: ...
-
-
 # The host facts of the named node, never raising: a node access that fails gives the facts it
 # could not read (HostFacts.error).
 HostFactsReader = Callable[[str], HostFacts]
@@ -187,14 +176,14 @@ def read_hosts(read_host: HostFactsReader, nodes: Sequence[NodeFacts]) -> list[N
     return [replace(node, host=host) for node, host in zip(nodes, hosts, strict=True)]
 
 
-def collect_cluster_facts(reader: ClusterReader, read_host: HostFactsReader | None = None) -> ClusterFacts:
-    nodes = select_gpu_nodes([node_facts(n) for n in reader.list_nodes()])
+def collect_cluster_facts(cluster: Cluster, read_host: HostFactsReader | None = None) -> ClusterFacts:
+    nodes = select_gpu_nodes([node_facts(n) for n in cluster.list_nodes()])
     if read_host is not None:
         nodes = read_hosts(read_host, nodes)
-    policies = reader.list_cluster_objects(CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL)
+    policies = cluster.list_cluster_objects(CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL)
     return ClusterFacts(
         gpu_nodes=nodes,
-        runtime_classes=runtime_class_handlers(reader.list_runtime_classes()),
+        runtime_classes=runtime_class_handlers(cluster.list_runtime_classes()),
         cluster_policy_version=cluster_policy_version(policies),
-        can_create={resource: reader.can_create(group, resource) for resource, group in ADMIN_RESOURCES.items()},
+        can_create={resource: cluster.can_create(group, resource) for resource, group in ADMIN_RESOURCES.items()},
     )

@@ -1,4 +1,4 @@
-"""What each of the guide's verifications decides, from API objects as plain JSON: one ProofResult a
+"""What each of the guide's verifications decides, from API objects as plain JSON: one CheckResult a
 check, whose detail says what is missing and where to look. No cluster access here."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from components.checks.proof import ProofResult
+from components.checks.results import CheckResult
 from components.vocabulary.fractioning import DAEMONS, NODE_READY_CONDITION
 from components.vocabulary.fractions import POLICY_NAME, VALIDATION_ACTIONS
 from components.vocabulary.kai import WebhookConfiguration
@@ -40,26 +40,26 @@ def _labels(obj: Json) -> dict[str, str]:
 # ---------------------------------------------------------------- after the GPU Operator
 
 
-def decide_cluster_policy(policies: Sequence[Json], namespace: str) -> ProofResult:
+def decide_cluster_policy(policies: Sequence[Json], namespace: str) -> CheckResult:
     check = "cluster-policy"
     look = f"kubectl get clusterpolicy; kubectl -n {namespace} get pods"
     if not policies:
-        return ProofResult(check, False, f"no ClusterPolicy yet: the chart creates cluster-policy ({look})")
+        return CheckResult(check, False, f"no ClusterPolicy yet: the chart creates cluster-policy ({look})")
     policy = min(policies, key=lambda p: str(p["metadata"].get("creationTimestamp", "")))
     state = (policy.get("status") or {}).get("state")
     if state == "ready":
-        return ProofResult(check, True, f"ClusterPolicy {name(policy)} is ready")
+        return CheckResult(check, True, f"ClusterPolicy {name(policy)} is ready")
     error = conditions(policy).get("Error") or {}
     why = f": {error.get('message')}" if error.get("status") == "True" and error.get("message") else ""
-    return ProofResult(check, False, f"ClusterPolicy {name(policy)} is {state or 'not reconciled yet'}{why} ({look})")
+    return CheckResult(check, False, f"ClusterPolicy {name(policy)} is {state or 'not reconciled yet'}{why} ({look})")
 
 
-def decide_runtime_class(runtime_classes: Sequence[Json], wanted: str, namespace: str) -> ProofResult:
+def decide_runtime_class(runtime_classes: Sequence[Json], wanted: str, namespace: str) -> CheckResult:
     check = "runtime-class"
     found = next((rc for rc in runtime_classes if name(rc) == wanted), None)
     if found is not None:
-        return ProofResult(check, True, f"RuntimeClass {wanted} (handler {found.get('handler')})")
-    return ProofResult(
+        return CheckResult(check, True, f"RuntimeClass {wanted} (handler {found.get('handler')})")
+    return CheckResult(
         check,
         False,
         f"RuntimeClass {wanted} not found: the GPU Operator creates it when it reconciles the ClusterPolicy "
@@ -88,10 +88,10 @@ def gpu_node_gaps(node: Json, minimum_driver_major: int) -> list[str]:
     return gaps
 
 
-def decide_gpu_nodes(gpu_nodes: Sequence[Json], minimum_driver_major: int, namespace: str) -> ProofResult:
+def decide_gpu_nodes(gpu_nodes: Sequence[Json], minimum_driver_major: int, namespace: str) -> CheckResult:
     check = "gpu-nodes"
     if not gpu_nodes:
-        return ProofResult(
+        return CheckResult(
             check,
             False,
             "no node shows an NVIDIA GPU (feature.node.kubernetes.io/pci-10de.present or "
@@ -101,7 +101,7 @@ def decide_gpu_nodes(gpu_nodes: Sequence[Json], minimum_driver_major: int, names
     lacking = {node: found for node, found in gaps.items() if found}
     if lacking:
         listed = "; ".join(f"{node}: {', '.join(found)}" for node, found in sorted(lacking.items()))
-        return ProofResult(
+        return CheckResult(
             check,
             False,
             f"{listed} (the driver, GPU Feature Discovery and the device plugin set these: "
@@ -112,7 +112,7 @@ def decide_gpu_nodes(gpu_nodes: Sequence[Json], minimum_driver_major: int, names
         f"{(n.get('status') or {}).get('allocatable', {}).get(GPU_RESOURCE)} GPUs)"
         for n in gpu_nodes
     )
-    return ProofResult(check, True, summary)
+    return CheckResult(check, True, summary)
 
 
 def _driver_major(node: Json) -> str:
@@ -132,7 +132,7 @@ def _available(deployment: Json) -> bool:
     )
 
 
-def decide_deployments(deployments: Sequence[Json], expected: Iterable[str], namespace: str) -> ProofResult:
+def decide_deployments(deployments: Sequence[Json], expected: Iterable[str], namespace: str) -> CheckResult:
     """Every Deployment in the namespace Available, and the expected ones among them."""
     check = "deployments"
     present = {name(d): d for d in deployments}
@@ -147,8 +147,8 @@ def decide_deployments(deployments: Sequence[Json], expected: Iterable[str], nam
         if not present and not missing:
             parts.append("no Deployment in the namespace")
         look = f"kubectl -n {namespace} get deploy,pods"
-        return ProofResult(check, False, f"{'; '.join(parts)} ({look})")
-    return ProofResult(check, True, f"{len(present)} Available: {', '.join(sorted(present))}")
+        return CheckResult(check, False, f"{'; '.join(parts)} ({look})")
+    return CheckResult(check, True, f"{len(present)} Available: {', '.join(sorted(present))}")
 
 
 def kai_config_look(namespace: str) -> str:
@@ -164,18 +164,18 @@ def one_line(message: object) -> str:
     return "; ".join(str(message or "").splitlines())
 
 
-def decide_kai_config(config: Json | None, sharing_mode: str | None, namespace: str) -> list[ProofResult]:
+def decide_kai_config(config: Json | None, sharing_mode: str | None, namespace: str) -> list[CheckResult]:
     """kai-config Available, its GPU sharing mode, and (for information) its dependencies."""
     look = kai_config_look(namespace)
     if config is None:
-        missing = ProofResult("kai-config", False, f"no Config kai-config ({look})")
-        return [missing] + ([ProofResult("gpu-sharing-mode", False, "no Config kai-config")] if sharing_mode else [])
+        missing = CheckResult("kai-config", False, f"no Config kai-config ({look})")
+        return [missing] + ([CheckResult("gpu-sharing-mode", False, "no Config kai-config")] if sharing_mode else [])
     found = conditions(config)
     available = found.get("Available") or {}
     results = [
-        ProofResult("kai-config", True, "Available")
+        CheckResult("kai-config", True, "Available")
         if available.get("status") == "True"
-        else ProofResult(
+        else CheckResult(
             "kai-config",
             False,
             f"not Available: {one_line(available.get('message')) or 'no status from the operator yet'} ({look})",
@@ -184,14 +184,14 @@ def decide_kai_config(config: Json | None, sharing_mode: str | None, namespace: 
     if sharing_mode:
         mode = ((config.get("spec") or {}).get("global") or {}).get("gpuSharingMode")
         results.append(
-            ProofResult("gpu-sharing-mode", mode == sharing_mode, f"spec.global.gpuSharingMode is {mode or 'unset'}")
+            CheckResult("gpu-sharing-mode", mode == sharing_mode, f"spec.global.gpuSharingMode is {mode or 'unset'}")
         )
     dependencies = found.get("DependenciesFulfilled")
     if dependencies is not None:
         detail = f"DependenciesFulfilled={dependencies.get('status')}"
         if dependencies.get("status") != "True":
             detail = f"{dependencies_detail(dependencies)}: expected until gpu-fractioning is installed"
-        results.append(ProofResult("kai-dependencies", True, detail))
+        results.append(CheckResult("kai-dependencies", True, detail))
     return results
 
 
@@ -223,7 +223,7 @@ def decide_kai_webhooks(
     registered: Mapping[str, Json | None],
     ready_services: Mapping[tuple[str, str], bool],
     refusals: Mapping[str, str | None],
-) -> ProofResult:
+) -> CheckResult:
     """KAI's webhooks answer: every configuration its operator registers is there, each Service they
     call has a ready endpoint, and a dry-run object of each kind they admit reaches them.
 
@@ -246,15 +246,15 @@ def decide_kai_webhooks(
             names = ", ".join(w.name for w in expected if w.admits == admits)
             gaps.append(f"{names} does not answer: a dry-run create of {admits} was refused: {refusal}")
     if gaps:
-        return ProofResult(check, False, "; ".join(dict.fromkeys(gaps)))
+        return CheckResult(check, False, "; ".join(dict.fromkeys(gaps)))
     answered = ", ".join(sorted(refusals)) or "nothing"
-    return ProofResult(check, True, f"{len(expected)} registered, answering dry runs of {answered}")
+    return CheckResult(check, True, f"{len(expected)} registered, answering dry runs of {answered}")
 
 
 # ---------------------------------------------------------------- after gpu-fractioning
 
 
-def decide_daemonsets(daemonsets: Sequence[Json], namespace: str) -> ProofResult:
+def decide_daemonsets(daemonsets: Sequence[Json], namespace: str) -> CheckResult:
     """The operator's mpsd and fractiond DaemonSets exist, run somewhere, and have desired == ready."""
     check = "daemonsets"
     by_name = {name(d): d for d in daemonsets}
@@ -273,20 +273,20 @@ def decide_daemonsets(daemonsets: Sequence[Json], namespace: str) -> ProofResult
             gaps.append(f"{name(found)} {ready} of {desired} ready")
     if gaps:
         look = f"kubectl -n {namespace} get ds,pods -o wide; kubectl -n {namespace} logs deploy/gpu-fractioning"
-        return ProofResult(check, False, f"{'; '.join(gaps)} ({look})")
-    return ProofResult(check, True, ", ".join(counts))
+        return CheckResult(check, False, f"{'; '.join(gaps)} ({look})")
+    return CheckResult(check, True, ", ".join(counts))
 
 
-def decide_fractioning_config(config: Json | None) -> ProofResult:
+def decide_fractioning_config(config: Json | None) -> CheckResult:
     check = "gpu-fractioning-config"
     look = "kubectl get gpufractioningconfig default -o yaml"
     if config is None:
-        return ProofResult(
+        return CheckResult(
             check, False, f"no GpuFractioningConfig default: the chart creates it after install ({look})"
         )
     found = conditions(config)
     if not found:
-        return ProofResult(check, False, f"the operator has not reported on it yet ({look})")
+        return CheckResult(check, False, f"the operator has not reported on it yet ({look})")
     false = [
         f"{t}={c.get('status')} ({c.get('reason')}: {c.get('message')})"
         for t, c in found.items()
@@ -295,35 +295,35 @@ def decide_fractioning_config(config: Json | None) -> ProofResult:
     if "Ready" not in found:
         false.append("no Ready condition")
     if false:
-        return ProofResult(check, False, f"{'; '.join(false)} ({look})")
-    return ProofResult(check, True, ", ".join(f"{t}=True" for t in found))
+        return CheckResult(check, False, f"{'; '.join(false)} ({look})")
+    return CheckResult(check, True, ", ".join(f"{t}=True" for t in found))
 
 
-def decide_kai_sees_fractioning(config: Json | None, kai_namespace: str) -> ProofResult:
+def decide_kai_sees_fractioning(config: Json | None, kai_namespace: str) -> CheckResult:
     """KAI's operator has seen the GpuFractioningConfig: kai-config's DependenciesFulfilled, False
     (`GpuFractioningConfig not found`) until gpu-fractioning is installed, turns True. The smoke pods
     need KAI and the node agents to agree; a KAI that does not report the condition passes, saying so."""
     check = "kai-dependencies-fulfilled"
     look = kai_config_look(kai_namespace)
     if config is None:
-        return ProofResult(check, False, f"no Config kai-config ({look})")
+        return CheckResult(check, False, f"no Config kai-config ({look})")
     dependencies = conditions(config).get("DependenciesFulfilled")
     if dependencies is None:
-        return ProofResult(check, True, "kai-config reports no DependenciesFulfilled condition")
+        return CheckResult(check, True, "kai-config reports no DependenciesFulfilled condition")
     if dependencies.get("status") != "True":
-        return ProofResult(
+        return CheckResult(
             check,
             False,
             f"kai-config {dependencies_detail(dependencies)}: "
             f"KAI's operator has not seen the GpuFractioningConfig Ready yet ({look})",
         )
-    return ProofResult(check, True, "kai-config DependenciesFulfilled=True")
+    return CheckResult(check, True, "kai-config DependenciesFulfilled=True")
 
 
-def decide_node_readiness(gpu_nodes: Sequence[Json]) -> ProofResult:
+def decide_node_readiness(gpu_nodes: Sequence[Json]) -> CheckResult:
     check = "node-ready"
     if not gpu_nodes:
-        return ProofResult(check, False, f"no node is labelled {GPU_PRESENT_LABEL}=true")
+        return CheckResult(check, False, f"no node is labelled {GPU_PRESENT_LABEL}=true")
     gaps = []
     for node in gpu_nodes:
         condition = next(
@@ -338,8 +338,8 @@ def decide_node_readiness(gpu_nodes: Sequence[Json]) -> ProofResult:
             )
     if gaps:
         look = f"kubectl get nodes -o jsonpath='{{.items[*].status.conditions[?(@.type==\"{NODE_READY_CONDITION}\")]}}'"
-        return ProofResult(check, False, f"{'; '.join(gaps)} ({look})")
-    return ProofResult(check, True, f"{NODE_READY_CONDITION}=True on {', '.join(name(n) for n in gpu_nodes)}")
+        return CheckResult(check, False, f"{'; '.join(gaps)} ({look})")
+    return CheckResult(check, True, f"{NODE_READY_CONDITION}=True on {', '.join(name(n) for n in gpu_nodes)}")
 
 
 def log_attributes(line: str) -> dict[str, Any]:
@@ -379,11 +379,11 @@ def caps_default_namespace(line: str) -> bool:
     return attributes.get("namespace") == "default" and percent == 10
 
 
-def decide_mpsd_logs(logs: Mapping[str, str], namespace: str) -> ProofResult:
+def decide_mpsd_logs(logs: Mapping[str, str], namespace: str) -> CheckResult:
     """Each mpsd pod started MPS in multi-user mode and capped the `default` namespace at 10 %."""
     check = "mpsd-log"
     if not logs:
-        return ProofResult(
+        return CheckResult(
             check, False, f"no mpsd pod (kubectl -n {namespace} get pods -l app.kubernetes.io/component=mpsd)"
         )
     gaps = []
@@ -393,43 +393,43 @@ def decide_mpsd_logs(logs: Mapping[str, str], namespace: str) -> ProofResult:
         if not any(caps_default_namespace(line) for line in log.splitlines()):
             gaps.append(f"{pod}: no cap of the default namespace at 10%")
     if gaps:
-        return ProofResult(check, False, f"{'; '.join(gaps)} (kubectl -n {namespace} logs <pod>)")
-    return ProofResult(check, True, f"multi-user server, default namespace at 10% on {len(logs)} pod(s)")
+        return CheckResult(check, False, f"{'; '.join(gaps)} (kubectl -n {namespace} logs <pod>)")
+    return CheckResult(check, True, f"multi-user server, default namespace at 10% on {len(logs)} pod(s)")
 
 
-def decide_admission_objects(policy: Json | None, binding: Json | None, mode: str) -> ProofResult:
+def decide_admission_objects(policy: Json | None, binding: Json | None, mode: str) -> CheckResult:
     """The fractional-pod policy and its binding exist, the binding in the configured mode, and the
     API server has compiled the policy's current generation without type warnings."""
     check = "policy"
     if policy is None or binding is None:
         missing = " and ".join(k for k, found in (("policy", policy), ("binding", binding)) if found is None)
-        return ProofResult(check, False, f"{POLICY_NAME}: no {missing} yet (kubectl get validatingadmissionpolicies)")
+        return CheckResult(check, False, f"{POLICY_NAME}: no {missing} yet (kubectl get validatingadmissionpolicies)")
     actions = (binding.get("spec") or {}).get("validationActions") or []
     wanted = VALIDATION_ACTIONS[mode]
     if actions != wanted:
-        return ProofResult(check, False, f"binding {name(binding)} has validationActions {actions}, not {wanted}")
+        return CheckResult(check, False, f"binding {name(binding)} has validationActions {actions}, not {wanted}")
     status = policy.get("status") or {}
     generation = (policy.get("metadata") or {}).get("generation")
     if status.get("observedGeneration") != generation:
-        return ProofResult(
+        return CheckResult(
             check, False, f"the API server has not compiled generation {generation} of {POLICY_NAME} yet"
         )
     warnings = [w.get("warning", "") for w in (status.get("typeChecking") or {}).get("expressionWarnings") or []]
     if warnings:
-        return ProofResult(check, False, f"{POLICY_NAME} does not type-check: {one_line('; '.join(warnings))}")
-    return ProofResult(check, True, f"{POLICY_NAME} compiled (generation {generation}), binding in {mode} mode")
+        return CheckResult(check, False, f"{POLICY_NAME} does not type-check: {one_line('; '.join(warnings))}")
+    return CheckResult(check, True, f"{POLICY_NAME} compiled (generation {generation}), binding in {mode} mode")
 
 
-def decide_admission_refusal(refusal: str | None, mode: str) -> ProofResult:
+def decide_admission_refusal(refusal: str | None, mode: str) -> CheckResult:
     """What a server-side dry run of a fractional pod that runs as root met: in deny mode, the
     policy's refusal (the API server loads a new policy a moment after it is stored); in warn and
     audit mode the pod is admitted, and only the binding says the policy is in force."""
     check = "refuses-root-fraction-pod"
     if mode != "deny":
         if refusal is None:
-            return ProofResult(check, True, f"a root fractional pod is admitted, as {mode} mode does")
-        return ProofResult(check, False, f"a root fractional pod was refused in {mode} mode: {one_line(refusal)}")
+            return CheckResult(check, True, f"a root fractional pod is admitted, as {mode} mode does")
+        return CheckResult(check, False, f"a root fractional pod was refused in {mode} mode: {one_line(refusal)}")
     if refusal is not None and f"ValidatingAdmissionPolicy '{POLICY_NAME}'" in refusal:
-        return ProofResult(check, True, "a root fractional pod is refused: " + one_line(refusal))
+        return CheckResult(check, True, "a root fractional pod is refused: " + one_line(refusal))
     seen = f"refused by something else: {one_line(refusal)}" if refusal else "admitted"
-    return ProofResult(check, False, f"a root fractional pod was {seen}; the policy is not in force yet")
+    return CheckResult(check, False, f"a root fractional pod was {seen}; the policy is not in force yet")

@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
+from components.checks.cluster import Cluster
 from components.checks.cluster_facts import HostFacts, HostFactsReader
 from components.checks.host_check import host_check_script, parse_host_report
-from components.checks.kube import KubeClient
 from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import HostAccessConfig
 
@@ -111,7 +111,7 @@ class PodPhases:
             return self._phases.get(name)
 
 
-def check_pod_runner(cluster: KubeClient, script: str, namespace: str, image: str, timeout_seconds: int) -> HostRunner:
+def check_pod_runner(cluster: Cluster, script: str, namespace: str, image: str, timeout_seconds: int) -> HostRunner:
     """Runs the script in a short-lived privileged pod per node, then deletes it.
 
     This creates a pod, during preview too: enable it only where that is acceptable.
@@ -132,7 +132,7 @@ def check_pod_runner(cluster: KubeClient, script: str, namespace: str, image: st
     return run
 
 
-def host_facts_reader(access: HostAccessConfig | None, socket: str, cluster: KubeClient) -> HostFactsReader | None:
+def host_facts_reader(access: HostAccessConfig | None, socket: str, cluster: Cluster) -> HostFactsReader | None:
     """The configured node access, as a reader of each node's HostFacts (the NRI socket looked for at
     `socket`); None without one."""
     if access is None:

@@ -1,4 +1,5 @@
 """The one Kubernetes client adapter: every read, exec and pod the checks need, as the API's own JSON.
+The checks take it as a `Cluster` (components/checks/cluster.py).
 
 A missing object reads as None and a kind the cluster does not serve lists as empty; any other API
 error raises. The kubernetes package is imported when a client is made, so programs that never
@@ -14,14 +15,9 @@ from typing import Any
 
 import yaml
 
+from components.checks.cluster import POD_GONE_TIMEOUT_SECONDS, Json
 from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import is_kubeconfig_contents
-
-Json = dict[str, Any]
-# How long `delete_pod` waits for a pod deleted at once (grace period 0) to be gone: the kubelet
-# stops it within seconds; one still there after this is held by a finalizer or a node that does
-# not answer, and waiting longer would hang `up` or `destroy`.
-POD_GONE_TIMEOUT_SECONDS = 120.0
 
 
 class PodStillThere(TimeoutError):

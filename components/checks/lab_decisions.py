@@ -8,21 +8,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from components.checks.cluster_facts import parse_quantity
-from components.checks.proof import ProofResult
+from components.checks.results import CheckResult
 from components.vocabulary.nvidia import GPU_RESOURCE, RUNTIME_CLASS
 
 
-def decide_allocatable(allocatable: Mapping[str, Mapping[str, str]], expected: int) -> ProofResult:
+def decide_allocatable(allocatable: Mapping[str, Mapping[str, str]], expected: int) -> CheckResult:
     """Every lab GPU node advertises the profile's count of whole GPUs (8, not 80)."""
     check = "allocatable-gpus"
     wrong = {node: values.get(GPU_RESOURCE) for node, values in allocatable.items()}
     wrong = {node: value for node, value in wrong.items() if value != str(expected)}
     if not allocatable:
-        return ProofResult(check, False, "no lab GPU node found")
+        return CheckResult(check, False, "no lab GPU node found")
     if wrong:
         shown = ", ".join(f"{node}: {value or 'absent'}" for node, value in wrong.items())
-        return ProofResult(check, False, f"allocatable {GPU_RESOURCE} is not {expected} on {shown}")
-    return ProofResult(check, True, f"{', '.join(allocatable)}: allocatable {GPU_RESOURCE} {expected}")
+        return CheckResult(check, False, f"allocatable {GPU_RESOURCE} is not {expected} on {shown}")
+    return CheckResult(check, True, f"{', '.join(allocatable)}: allocatable {GPU_RESOURCE} {expected}")
 
 
 def queue_allocated_gpus(queue: Mapping[str, Any]) -> float | None:
@@ -41,32 +41,32 @@ def parse_queue_division_log(text: str, queue: str) -> float | None:
     return float(found[-1]) if found else None
 
 
-def decide_queue_allocation(allocated: float | None, queue: str, whole_gpus: int, fraction: float) -> ProofResult:
+def decide_queue_allocation(allocated: float | None, queue: str, whole_gpus: int, fraction: float) -> CheckResult:
     """The queue's allocation counts the whole-GPU pod and the shared pod's slice (1.51 in the lab)."""
     check = "queue-allocation"
     if allocated is None:
-        return ProofResult(check, False, f"queue {queue} reports no allocated GPU")
+        return CheckResult(check, False, f"queue {queue} reports no allocated GPU")
     slice_ = allocated - whole_gpus
     if slice_ >= 1:
-        return ProofResult(
+        return CheckResult(
             check,
             False,
             f"queue {queue} allocated {allocated:g} GPU: the shared pod counts as {slice_:g} whole GPU(s), "
             f"not a {fraction:g} share",
         )
     if slice_ + 0.005 < fraction:
-        return ProofResult(
+        return CheckResult(
             check,
             False,
             f"queue {queue} allocated {allocated:g} GPU: {whole_gpus} whole and no {fraction:g} slice for the "
             "shared pod",
         )
-    return ProofResult(
+    return CheckResult(
         check, True, f"queue {queue} allocated {allocated:g} GPU: {whole_gpus} whole + {slice_:.2f} shared"
     )
 
 
-def decide_isolator_injection(pod: Mapping[str, Any]) -> ProofResult:
+def decide_isolator_injection(pod: Mapping[str, Any]) -> CheckResult:
     """The isolator's webhook mounted HAMi-core (/usr/local/vgpu, /etc/ld.so.preload) and set RuntimeClass nvidia."""
     check = "isolator-injection"
     spec = pod.get("spec") or {}
@@ -76,33 +76,33 @@ def decide_isolator_injection(pod: Mapping[str, Any]) -> ProofResult:
     if spec.get("runtimeClassName") != RUNTIME_CLASS:
         missing.append(f"runtimeClassName: {RUNTIME_CLASS}")
     if missing:
-        return ProofResult(
+        return CheckResult(
             check, False, "the shared pod lacks " + ", ".join(missing) + " (is the isolator's webhook up?)"
         )
     extra = f", CONTAINER_VGPU_MOUNT={env['CONTAINER_VGPU_MOUNT']}" if "CONTAINER_VGPU_MOUNT" in env else ""
-    return ProofResult(check, True, f"/etc/ld.so.preload and /usr/local/vgpu mounted, runtimeClassName nvidia{extra}")
+    return CheckResult(check, True, f"/etc/ld.so.preload and /usr/local/vgpu mounted, runtimeClassName nvidia{extra}")
 
 
 RESERVATION_SIGNATURES = ("ERROR_LIBRARY_NOT_FOUND", "failed waiting for GPU reservation pod")
 
 
-def decide_reservation_boundary(phase: str | None, reservation_logs: str, events: Sequence[str]) -> ProofResult:
+def decide_reservation_boundary(phase: str | None, reservation_logs: str, events: Sequence[str]) -> CheckResult:
     """The shared pod stops at KAI's reservation pod, which cannot load NVML on a fake GPU: expected, reported."""
     check = "reservation-boundary"
     if phase is None:
-        return ProofResult(check, False, "the shared pod does not exist")
+        return CheckResult(check, False, "the shared pod does not exist")
     if phase == "Running":
-        return ProofResult(check, True, "the shared pod runs: the reservation pod claimed a GPU (no fake-GPU boundary)")
+        return CheckResult(check, True, "the shared pod runs: the reservation pod claimed a GPU (no fake-GPU boundary)")
     evidence = [s for s in RESERVATION_SIGNATURES if s in reservation_logs or any(s in e for e in events)]
     if evidence:
-        return ProofResult(
+        return CheckResult(
             check,
             True,
             "expected limit of fake GPUs: KAI's reservation pod cannot load NVML "
             f"({' / '.join(evidence)}), so the shared pod stays {phase}; crossing it needs a real GPU "
             "or the container toolkit/CDI against the mock driver root",
         )
-    return ProofResult(
+    return CheckResult(
         check,
         False,
         f"the shared pod is {phase} without the reservation-pod signature "

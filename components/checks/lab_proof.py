@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from components.checks.cluster import Cluster
 from components.checks.lab_decisions import (
     decide_allocatable,
     decide_isolator_injection,
@@ -14,7 +15,7 @@ from components.checks.lab_decisions import (
     parse_queue_division_log,
     queue_allocated_gpus,
 )
-from components.checks.proof import ProofCluster, ProofResult, guarded, phase, retry
+from components.checks.results import CheckResult, guarded, phase, retry
 from components.checks.waiting import Clock
 from components.config.model import KaiConfig
 from components.vocabulary.kai import (
@@ -56,13 +57,13 @@ class AllocatableSpec:
     timeout_seconds: int = 300
 
 
-def wait_for_allocatable(cluster: ProofCluster, spec: AllocatableSpec, clock: Clock | None = None) -> list[ProofResult]:
+def wait_for_allocatable(cluster: Cluster, spec: AllocatableSpec, clock: Clock | None = None) -> list[CheckResult]:
     """The device plugin is ready once every lab GPU node advertises the profile's GPU count."""
     attempt = lambda: _allocatable(cluster, spec.gpu_count, spec.nodes)  # noqa: E731
     return [guarded("allocatable-gpus", lambda: retry(clock or Clock(), spec.timeout_seconds, attempt))]
 
 
-def prove_lab(cluster: ProofCluster, spec: LabSpec, clock: Clock | None = None) -> list[ProofResult]:
+def prove_lab(cluster: Cluster, spec: LabSpec, clock: Clock | None = None) -> list[CheckResult]:
     """Allocatable GPUs, the queue's fractional allocation, the isolator's injection, the reservation boundary."""
     clock = clock or Clock()
     fraction = spec.shared_memory_mib / spec.gpu_memory_mib
@@ -81,7 +82,7 @@ def prove_lab(cluster: ProofCluster, spec: LabSpec, clock: Clock | None = None) 
     ]
 
 
-def _allocatable(cluster: ProofCluster, gpu_count: int, names: Sequence[str]) -> ProofResult:
+def _allocatable(cluster: Cluster, gpu_count: int, names: Sequence[str]) -> CheckResult:
     nodes = cluster.list_nodes("" if names else f"{GPU_PRESENT_LABEL}=true")
     allocatable = {
         str(n["metadata"]["name"]): {
@@ -93,14 +94,14 @@ def _allocatable(cluster: ProofCluster, gpu_count: int, names: Sequence[str]) ->
     return decide_allocatable(allocatable, gpu_count)
 
 
-def _isolator(cluster: ProofCluster, spec: LabSpec) -> ProofResult:
+def _isolator(cluster: Cluster, spec: LabSpec) -> CheckResult:
     pod = cluster.read_pod(spec.namespace, spec.shared_pod)
     if pod is None:
-        return ProofResult("isolator-injection", False, f"no shared pod {spec.namespace}/{spec.shared_pod}")
+        return CheckResult("isolator-injection", False, f"no shared pod {spec.namespace}/{spec.shared_pod}")
     return decide_isolator_injection(pod)
 
 
-def _queue_allocated(cluster: ProofCluster, spec: LabSpec) -> float | None:
+def _queue_allocated(cluster: Cluster, spec: LabSpec) -> float | None:
     queue = cluster.read_cluster_object(QUEUE_GROUP, QUEUE_VERSION, QUEUE_PLURAL, spec.queue)
     allocated = queue_allocated_gpus(queue) if queue else None
     if allocated is not None:
@@ -115,7 +116,7 @@ def _queue_allocated(cluster: ProofCluster, spec: LabSpec) -> float | None:
     return None
 
 
-def _boundary(cluster: ProofCluster, spec: LabSpec) -> ProofResult:
+def _boundary(cluster: Cluster, spec: LabSpec) -> CheckResult:
     shared = cluster.read_pod(spec.namespace, spec.shared_pod)
     logs = []
     for pod in cluster.list_pods(RESERVATION_NAMESPACE):

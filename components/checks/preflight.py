@@ -15,7 +15,7 @@ from components.checks.cluster_facts import HOST_CHECKS_AT_ONCE, ClusterFacts, c
 from components.checks.dynamic import ClusterAccess
 from components.checks.host_access import host_facts_reader
 from components.checks.kube import KubeClient
-from components.checks.preflight_rows import Expectations, Finding, Outcome, blocking, evaluate
+from components.checks.preflight_decisions import Expectations, Finding, Outcome, blocking, evaluate
 from components.config.model import PreflightConfig
 from components.config.secrets import redact
 from components.vocabulary.fractioning import NRI_SOCKET

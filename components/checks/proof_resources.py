@@ -27,7 +27,7 @@ from components.checks.dynamic import (
 )
 from components.checks.kube import KubeClient
 from components.checks.lab_proof import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
-from components.checks.proof import ProofResult, format_proof, raise_on_failure
+from components.checks.results import CheckResult, format_results, raise_on_failure
 from components.checks.smoke_proof import DEVICE_QUERY_POD, SmokeSpec, prove_smoke
 from components.checks.step_gates import GateSpec, wait_for_gate
 
@@ -42,14 +42,18 @@ class _ProofProvider(ResourceProvider):
     report_title: ClassVar[str] = "Proof"
     spec_type: ClassVar[type[Any]]
 
-    def prove(self, cluster: KubeClient, spec: Any) -> list[ProofResult]:
+    def prove(self, cluster: KubeClient, spec: Any) -> list[CheckResult]:
         raise NotImplementedError
 
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
         cluster = KubeClient.connect(props.get("kubeconfig"), props.get("context"))
         results = self.prove(cluster, spec_from_props(self.spec_type, props))
         raise_on_failure(self.kind, results)
-        return {**props, "results": [r.to_dict() for r in results], "report": format_proof(results, self.report_title)}
+        return {
+            **props,
+            "results": [r.to_dict() for r in results],
+            "report": format_results(results, self.report_title),
+        }
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         return CreateResult(id_=uuid.uuid4().hex, outs=self._run(props))
@@ -77,7 +81,7 @@ class SmokeProofProvider(_ProofProvider):
     spec_type = SmokeSpec
     kind = "SmokeProof"
 
-    def prove(self, cluster: KubeClient, spec: SmokeSpec) -> list[ProofResult]:
+    def prove(self, cluster: KubeClient, spec: SmokeSpec) -> list[CheckResult]:
         return prove_smoke(cluster, spec)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
@@ -93,7 +97,7 @@ class LabProofProvider(_ProofProvider):
     spec_type = LabSpec
     kind = "LabProof"
 
-    def prove(self, cluster: KubeClient, spec: LabSpec) -> list[ProofResult]:
+    def prove(self, cluster: KubeClient, spec: LabSpec) -> list[CheckResult]:
         return prove_lab(cluster, spec)
 
 
@@ -101,7 +105,7 @@ class GpusAllocatableProvider(_ProofProvider):
     spec_type = AllocatableSpec
     kind = "GpusAllocatable"
 
-    def prove(self, cluster: KubeClient, spec: AllocatableSpec) -> list[ProofResult]:
+    def prove(self, cluster: KubeClient, spec: AllocatableSpec) -> list[CheckResult]:
         return wait_for_allocatable(cluster, spec)
 
 
@@ -110,7 +114,7 @@ class StepGateProvider(_ProofProvider):
     kind = "StepGate"
     report_title = "Checks"
 
-    def prove(self, cluster: KubeClient, spec: GateSpec) -> list[ProofResult]:
+    def prove(self, cluster: KubeClient, spec: GateSpec) -> list[CheckResult]:
         return wait_for_gate(cluster, spec)
 
 

@@ -1,7 +1,7 @@
 """The smoke proof's decisions: the guide's Step 5 checks and the SM-share measurement.
 
 Every function here is pure: the evidence (pod annotations, `env` output, `namespace list`,
-`nvidia-smi`, deviceQuery logs) comes in as text or plain dicts, and a ProofResult says whether the
+`nvidia-smi`, deviceQuery logs) comes in as text or plain dicts, and a CheckResult says whether the
 caps are enforced, not just requested, and why.
 """
 
@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from components.checks.proof import ProofResult
+from components.checks.results import CheckResult
 
 RESERVED_GPU_MEMORY_MIB = 1024  # the MPS server's own context; the binder's reservedGpuMemory
 DEFAULT_NAMESPACE_PERCENTAGE = 10.0
@@ -64,7 +64,7 @@ def binder_annotations(annotations: Mapping[str, str]) -> BinderDecision:
     return BinderDecision(value("gpu-compute.portion"), value("gpu-memory.request"), value("gpus.devices"))
 
 
-def decide_binder(pods: Mapping[str, Mapping[str, str]]) -> ProofResult:
+def decide_binder(pods: Mapping[str, Mapping[str, str]]) -> CheckResult:
     """Non-empty portion and memory request on every pod, and one real GPU UUID shared by all of them."""
     check = "binder-annotations"
     problems: list[str] = []
@@ -82,9 +82,9 @@ def decide_binder(pods: Mapping[str, Mapping[str, str]]) -> ProofResult:
     if not problems and len(set(uuids.values())) != 1:
         problems.append("the pods are on different GPUs: " + ", ".join(f"{p} on {u}" for p, u in uuids.items()))
     if problems:
-        return ProofResult(check, False, "; ".join(problems))
+        return CheckResult(check, False, "; ".join(problems))
     first = binder_annotations(next(iter(pods.values())))
-    return ProofResult(
+    return CheckResult(
         check,
         True,
         f"{len(pods)} pods share {next(iter(uuids.values()))} with portion {first.portion} and memory "
@@ -105,13 +105,13 @@ def parse_env(text: str) -> dict[str, str]:
     return env
 
 
-def decide_env(env: Mapping[str, str], fraction: float, gpu_memory_mib: int) -> ProofResult:
+def decide_env(env: Mapping[str, str], fraction: float, gpu_memory_mib: int) -> CheckResult:
     """CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<N>M for half a GPU."""
     check = "injected-env"
     if env.get("NVIDIA_VISIBLE_DEVICES") == "void":
-        return ProofResult(check, False, f"NVIDIA_VISIBLE_DEVICES=void: {MISMATCHED_PAIR}")
+        return CheckResult(check, False, f"NVIDIA_VISIBLE_DEVICES=void: {MISMATCHED_PAIR}")
     if not any(name.startswith("CUDA_MPS_") for name in env):
-        return ProofResult(
+        return CheckResult(
             check,
             False,
             "the container has no CUDA_MPS_* variables: fractiond did not register as an NRI plugin "
@@ -128,8 +128,8 @@ def decide_env(env: Mapping[str, str], fraction: float, gpu_memory_mib: int) -> 
     if pinned != limit:
         problems.append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={pinned}, expected {limit}")
     if problems:
-        return ProofResult(check, False, "; ".join(problems))
-    return ProofResult(
+        return CheckResult(check, False, "; ".join(problems))
+    return CheckResult(
         check, True, f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={thread}, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={limit}"
     )
 
@@ -177,7 +177,7 @@ def decide_namespaces(
     pods: int,
     fraction: float,
     default_percentage: float = DEFAULT_NAMESPACE_PERCENTAGE,
-) -> ProofResult:
+) -> CheckResult:
     """At least one `kai_*` namespace per pod at the pod's share, none without a cap, and `default`
     at 10.00. Other pods' namespaces at other shares are fine: the server is the node's."""
     check = "mps-namespaces"
@@ -205,10 +205,10 @@ def decide_namespaces(
     ):
         problems.append(f"default namespace at {default.active_thread_percentage}, expected {default_percentage:.2f}")
     if problems:
-        return ProofResult(
+        return CheckResult(
             check, False, "; ".join(problems) + " (if you re-ran the test, namespaces can linger ~1 min)"
         )
-    return ProofResult(
+    return CheckResult(
         check, True, f"{len(capped)} kai_* namespaces at {expected:.2f}, default at {default_percentage:.2f}"
     )
 
@@ -222,20 +222,20 @@ def parse_memory_total(text: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def decide_memory_view(total_mib: int | None, expected_cap_mib: int, physical_mib: int) -> ProofResult:
+def decide_memory_view(total_mib: int | None, expected_cap_mib: int, physical_mib: int) -> CheckResult:
     """Under a hostile CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 the pod still sees its capped memory."""
     check = "memory-view"
     if total_mib is None:
-        return ProofResult(check, False, "nvidia-smi reported no memory.total")
+        return CheckResult(check, False, "nvidia-smi reported no memory.total")
     if total_mib >= physical_mib:
-        return ProofResult(
+        return CheckResult(
             check,
             False,
             f"the pod sees {total_mib} MiB, the physical card's memory: fractiond's NVML shim is not active",
         )
     if abs(total_mib - expected_cap_mib) > 1:
-        return ProofResult(check, False, f"the pod sees {total_mib} MiB, expected its cap of {expected_cap_mib} MiB")
-    return ProofResult(check, True, f"the pod sees {total_mib} MiB of {physical_mib} MiB despite the override")
+        return CheckResult(check, False, f"the pod sees {total_mib} MiB, expected its cap of {expected_cap_mib} MiB")
+    return CheckResult(check, True, f"the pod sees {total_mib} MiB of {physical_mib} MiB despite the override")
 
 
 # ---------------------------------------------------------------- the SM share, measured
@@ -254,20 +254,20 @@ def parse_device_query(text: str) -> DeviceQuery:
     return DeviceQuery(int(sms.group(1)) if sms else None, result.group(1) if result else None)
 
 
-def decide_sm_share(query: DeviceQuery, sm_count: int, fraction: float) -> ProofResult:
+def decide_sm_share(query: DeviceQuery, sm_count: int, fraction: float) -> CheckResult:
     """About `fraction` of the SMs although the pod asked for 100 %: the MPS server enforces the share."""
     check = "sm-share"
     if query.multiprocessors is None:
-        return ProofResult(check, False, f"deviceQuery reported no Multiprocessors line (Result = {query.result})")
+        return CheckResult(check, False, f"deviceQuery reported no Multiprocessors line (Result = {query.result})")
     measured = query.multiprocessors
     expected = sm_count * fraction
     if measured >= sm_count:
-        return ProofResult(
+        return CheckResult(
             check, False, f"{measured} of {sm_count} SMs: the override to 100 % took effect, the share is not enforced"
         )
     if abs(measured - expected) > SM_TOLERANCE:
-        return ProofResult(check, False, f"{measured} of {sm_count} SMs, expected about {math.floor(expected)}")
-    return ProofResult(
+        return CheckResult(check, False, f"{measured} of {sm_count} SMs, expected about {math.floor(expected)}")
+    return CheckResult(
         check,
         True,
         f"{measured} of {sm_count} SMs ({measured / sm_count:.0%}) despite CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100",

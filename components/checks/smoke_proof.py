@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.checks.proof import (
-    ProofCluster,
-    ProofResult,
+from components.checks.cluster import Cluster
+from components.checks.results import (
+    CheckResult,
     default_container,
     guarded,
     phase,
@@ -102,7 +102,7 @@ class SmokeSpec:
     timeout_seconds: int = 600
 
 
-def prove_smoke(cluster: ProofCluster, spec: SmokeSpec, clock: Clock | None = None) -> list[ProofResult]:
+def prove_smoke(cluster: Cluster, spec: SmokeSpec, clock: Clock | None = None) -> list[CheckResult]:
     """The guide's four checks on the smoke pods, then the SM share measured with deviceQuery."""
     clock = clock or Clock()
     deadline = clock.now() + spec.timeout_seconds
@@ -111,7 +111,7 @@ def prove_smoke(cluster: ProofCluster, spec: SmokeSpec, clock: Clock | None = No
         phases = {name: phase(cluster.read_pod(spec.namespace, name)) for name in spec.pods}
         reason = "smoke pods not Running: " + ", ".join(f"{n} {p}" for n, p in phases.items())
         checks = ["binder-annotations", "injected-env", "mps-namespaces", "memory-view", "sm-share"]
-        return [ProofResult(check, False, reason) for check in checks]
+        return [CheckResult(check, False, reason) for check in checks]
     first = spec.pods[0]
     node = str((pods[first].get("spec") or {}).get("nodeName") or "")
     # The binder computes the cap from the node's label; the config's figure only stands in for it.
@@ -144,26 +144,26 @@ def prove_smoke(cluster: ProofCluster, spec: SmokeSpec, clock: Clock | None = No
     return results
 
 
-def _labelled_gpu_memory_mib(cluster: ProofCluster, node: str) -> int | None:
+def _labelled_gpu_memory_mib(cluster: Cluster, node: str) -> int | None:
     raw = ((cluster.read_node(node) or {}).get("metadata") or {}).get("labels", {}).get(GPU_MEMORY_LABEL, "")
     return int(raw) if str(raw).isdigit() and int(raw) > 0 else None
 
 
-def _running_pods(cluster: ProofCluster, spec: SmokeSpec) -> dict[str, dict[str, Any]] | None:
+def _running_pods(cluster: Cluster, spec: SmokeSpec) -> dict[str, dict[str, Any]] | None:
     pods = {name: cluster.read_pod(spec.namespace, name) for name in spec.pods}
     if all(p is not None and phase(p) == "Running" for p in pods.values()):
         return {name: pod for name, pod in pods.items() if pod is not None}
     return None
 
 
-def _namespaces(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock) -> ProofResult:
+def _namespaces(cluster: Cluster, spec: SmokeSpec, node: str, clock: Clock) -> CheckResult:
     mpsd = cluster.list_pods(spec.agents_namespace, MPSD_SELECTOR, f"spec.nodeName={node}")
     if not mpsd:
-        return ProofResult("mps-namespaces", False, f"no mpsd pod ({MPSD_SELECTOR}) on node {node}")
+        return CheckResult("mps-namespaces", False, f"no mpsd pod ({MPSD_SELECTOR}) on node {node}")
     pod = mpsd[0]
     name = str(pod["metadata"]["name"])
 
-    def attempt() -> ProofResult:
+    def attempt() -> CheckResult:
         listing = cluster.exec(spec.agents_namespace, name, default_container(pod), NAMESPACE_LIST)
         return decide_namespaces(parse_namespace_list(listing), len(spec.pods), spec.gpu_fraction)
 
@@ -171,13 +171,13 @@ def _namespaces(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock)
     return retry(clock, 60.0, attempt)
 
 
-def _sm_share(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock) -> ProofResult:
+def _sm_share(cluster: Cluster, spec: SmokeSpec, node: str, clock: Clock) -> CheckResult:
     sm_count = spec.sm_count
     if sm_count is None:
         product = ((cluster.read_node(node) or {}).get("metadata") or {}).get("labels", {}).get(GPU_PRODUCT_LABEL, "")
         sm_count = sm_count_for_product(product)
         if sm_count is None:
-            return ProofResult("sm-share", False, f"unknown SM count for GPU product {product!r}: set smCount")
+            return CheckResult("sm-share", False, f"unknown SM count for GPU product {product!r}: set smCount")
     manifest = device_query_pod_manifest(spec.namespace, spec.queue, spec.gpu_fraction, spec.device_query_image)
     cluster.delete_pod(spec.namespace, DEVICE_QUERY_POD)
     cluster.create_pod(spec.namespace, manifest)
@@ -187,7 +187,7 @@ def _sm_share(cluster: ProofCluster, spec: SmokeSpec, node: str, clock: Clock) -
         if finished is None:
             pod = cluster.read_pod(spec.namespace, DEVICE_QUERY_POD)
             events = cluster.events_for(spec.namespace, DEVICE_QUERY_POD)[-1:]
-            return ProofResult(
+            return CheckResult(
                 "sm-share",
                 False,
                 f"{DEVICE_QUERY_POD} did not finish in {spec.timeout_seconds}s (phase {phase(pod)}"

@@ -19,12 +19,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 from components.checks import gate_decisions as decide
+from components.checks.cluster import Cluster, Json
 from components.checks.cluster_facts import is_gpu_node, node_facts
 from components.checks.dynamic import ReportedFailure
-from components.checks.proof import ProofResult, failures, format_proof, guarded
+from components.checks.results import CheckResult, failures, format_results, guarded
 from components.checks.waiting import Clock, Deadline, poll
 from components.config.model import KaiConfig
 from components.vocabulary import fractioning, kai
@@ -39,7 +40,6 @@ from components.vocabulary.nvidia import (
     RUNTIME_CLASS,
 )
 
-Json = dict[str, Any]
 Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning", "fraction-admission"]
 PROGRESS_EVERY_SECONDS = 60.0
 
@@ -66,35 +66,11 @@ class GateSpec:
     admission_mode: str | None = None
 
 
-class GateCluster(Protocol):
-    def list_nodes(self, label_selector: str = "") -> list[Json]: ...
-
-    def list_runtime_classes(self) -> list[Json]: ...
-
-    def list_cluster_objects(self, group: str, version: str, plural: str) -> list[Json]: ...
-
-    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> Json | None: ...
-
-    def list_deployments(self, namespace: str) -> list[Json]: ...
-
-    def list_daemonsets(self, namespace: str, label_selector: str = "") -> list[Json]: ...
-
-    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[Json]: ...
-
-    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str: ...
-
-    def read_webhook_configuration(self, kind: str, name: str) -> Json | None: ...
-
-    def list_endpoint_slices(self, namespace: str, service: str) -> list[Json]: ...
-
-    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> str | None: ...
-
-
-def gpu_nodes(cluster: GateCluster) -> list[Json]:
+def gpu_nodes(cluster: Cluster) -> list[Json]:
     return [n for n in cluster.list_nodes() if is_gpu_node(node_facts(n))]
 
 
-def check_gpu_operator(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+def check_gpu_operator(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
     return [
         guarded(
             "cluster-policy",
@@ -114,7 +90,7 @@ def check_gpu_operator(cluster: GateCluster, spec: GateSpec) -> list[ProofResult
     ]
 
 
-def read_kai_config(cluster: GateCluster) -> Json | None:
+def read_kai_config(cluster: Cluster) -> Json | None:
     return cluster.read_cluster_object(kai.CONFIG_GROUP, kai.CONFIG_VERSION, kai.CONFIG_PLURAL, kai.CONFIG_NAME)
 
 
@@ -163,7 +139,7 @@ def webhook_probes() -> dict[kai.Admits, tuple[str, str, str | None, Json]]:
     }
 
 
-def check_kai_webhooks(cluster: GateCluster, config: Json | None) -> ProofResult:
+def check_kai_webhooks(cluster: Cluster, config: Json | None) -> CheckResult:
     expected = kai.webhook_configurations((config or {}).get("spec"))
     registered = {w.name: cluster.read_webhook_configuration(w.kind, w.name) for w in expected}
     services = {s for found in registered.values() if found for s in decide.webhook_services(found)}
@@ -177,7 +153,7 @@ def check_kai_webhooks(cluster: GateCluster, config: Json | None) -> ProofResult
     return decide.decide_kai_webhooks(expected, registered, ready, refusals)
 
 
-def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+def check_kai_scheduler(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
     deployments = guarded(
         "deployments",
         lambda: decide.decide_deployments(cluster.list_deployments(spec.namespace), kai.DEPLOYMENTS, spec.namespace),
@@ -185,7 +161,7 @@ def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResul
     try:
         config = read_kai_config(cluster)
     except Exception as error:  # reported as the check's failure, like every other read
-        return [deployments, ProofResult("kai-config", False, f"could not read kai-config: {error}")]
+        return [deployments, CheckResult("kai-config", False, f"could not read kai-config: {error}")]
     return [
         deployments,
         *decide.decide_kai_config(config, spec.sharing_mode, spec.namespace),
@@ -193,7 +169,7 @@ def check_kai_scheduler(cluster: GateCluster, spec: GateSpec) -> list[ProofResul
     ]
 
 
-def check_gpu_fractioning(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+def check_gpu_fractioning(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
     namespace = spec.namespace
 
     def mpsd_logs() -> dict[str, str]:
@@ -251,7 +227,7 @@ def admission_probe() -> Json:
     }
 
 
-def check_fraction_admission(cluster: GateCluster, spec: GateSpec) -> list[ProofResult]:
+def check_fraction_admission(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
     mode = spec.admission_mode or "deny"
     group, version = "admissionregistration.k8s.io", "v1"
     return [
@@ -280,7 +256,7 @@ class GateStep:
 
     title: str
     timeout_key: str
-    checks: Callable[[GateCluster, GateSpec], list[ProofResult]]
+    checks: Callable[[Cluster, GateSpec], list[CheckResult]]
 
 
 STEPS: dict[Step, GateStep] = {
@@ -316,11 +292,11 @@ def progress_to_stderr(line: str) -> None:
 
 
 def wait_for_gate(
-    cluster: GateCluster,
+    cluster: Cluster,
     spec: GateSpec,
     clock: Clock | None = None,
     progress: Callable[[str], None] = progress_to_stderr,
-) -> list[ProofResult]:
+) -> list[CheckResult]:
     """The gate's results once every check holds; raises GateTimedOut naming what did not."""
     clock = clock or Clock()
     step = STEPS[spec.step]
@@ -328,7 +304,7 @@ def wait_for_gate(
     start = clock.now()
     last_said, said_at = "", start
 
-    def say_what_it_waits_for(results: list[ProofResult]) -> None:
+    def say_what_it_waits_for(results: list[CheckResult]) -> None:
         nonlocal last_said, said_at
         waiting = waiting_for(results)
         if waiting != last_said or clock.now() - said_at >= PROGRESS_EVERY_SECONDS:
@@ -345,11 +321,11 @@ def wait_for_gate(
     if waiting := waiting_for(results):
         raise GateTimedOut(
             f"{title}: not after {minutes(elapsed)} ({step.timeout_key} is {spec.timeout_seconds}); "
-            f"the next step was not started. Waiting for: {waiting}\n{format_proof(results, title)}"
+            f"the next step was not started. Waiting for: {waiting}\n{format_results(results, title)}"
         )
     progress(f"{title}: all {len(results)} checks hold after {minutes(elapsed)}")
     return results
 
 
-def waiting_for(results: list[ProofResult]) -> str:
+def waiting_for(results: list[CheckResult]) -> str:
     return "; ".join(f"{r.check}: {r.detail}" for r in failures(results))

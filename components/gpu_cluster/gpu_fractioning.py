@@ -12,6 +12,7 @@ from components.checks.dynamic import ClusterAccess
 from components.checks.teardown import PodsGoneBeforeUninstall
 from components.config.model import GpuFractioningConfig
 from components.forks.recipes import GPU_FRACTIONING
+from components.owned import own_chart_leftover
 from components.vocabulary.fractioning import (
     CONFIG_API_VERSION,
     CONFIG_KIND,
@@ -112,7 +113,7 @@ class GpuFractioning(pulumi.ComponentResource):
             f"`kubectl -n {config.namespace} logs deploy/{OPERATOR_DEPLOYMENT}`, or delete the pods.",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )
-        self.default_config = helm.adopt(
+        self.default_config = own_chart_leftover(
             f"{name}-default-config",
             CONFIG_API_VERSION,
             CONFIG_KIND,

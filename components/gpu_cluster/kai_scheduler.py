@@ -11,6 +11,7 @@ from components import helm
 from components.checks.dynamic import ClusterAccess
 from components.checks.teardown import KeptObjectsDeleted
 from components.config.model import ChartSource, KaiConfig
+from components.owned import own_chart_leftover
 from components.vocabulary.fractions import SYSTEM_NAMESPACE_LABELS
 from components.vocabulary.kai import (
     CHART_KEPT_QUEUES,
@@ -140,6 +141,6 @@ class KaiKeptObjects(pulumi.ComponentResource):
         super().__init__("kai-gpu-fractions:kai:KaiKeptObjects", f"{name}-kept", None, opts)
         child = pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(parent=kai)])
         for queue in kept_queues:
-            helm.adopt(f"{name}-{queue}", QUEUE_API_VERSION, "Queue", queue, child)
-        helm.adopt(f"{name}-default-shard", SHARD_API_VERSION, "SchedulingShard", "default", child)
+            own_chart_leftover(f"{name}-{queue}", QUEUE_API_VERSION, "Queue", queue, child)
+        own_chart_leftover(f"{name}-default-shard", SHARD_API_VERSION, "SchedulingShard", "default", child)
         self.register_outputs({})

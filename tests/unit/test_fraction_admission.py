@@ -18,6 +18,7 @@ from components.checks.step_gates import STEPS, GateSpec, admission_probe
 from components.config.load import ConfigError, parse_config
 from components.gpu_cluster.fraction_admission import MATCHED_RESOURCES, admission_binding, admission_policy
 from components.vocabulary import fractions, nvidia
+from tests.unit.fake_cluster import FakeCluster
 from tests.unit.harness import POD, STEP_GATE, ProgramRunner
 
 POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
@@ -195,27 +196,14 @@ def test_in_deny_mode_only_the_policys_own_refusal_counts() -> None:
     assert not decide.decide_admission_refusal(REFUSED, "audit").passed
 
 
-class _Cluster:
-    def __init__(self, refusal: str | None) -> None:
-        self.refusal = refusal
-        self.probes: list[tuple[str, str, str | None, dict[str, Any]]] = []
-
-    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> dict[str, Any]:
-        return POLICY_OBJECT if plural == "validatingadmissionpolicies" else BINDING_OBJECT
-
-    def dry_run_create(
-        self, api_version: str, plural: str, namespace: str | None, manifest: dict[str, Any]
-    ) -> str | None:
-        self.probes.append((api_version, plural, namespace, manifest))
-        return self.refusal
-
-
 def test_the_gate_probes_with_a_dry_run_of_a_root_fractional_pod_in_default() -> None:
-    cluster = _Cluster(REFUSED)
+    cluster = FakeCluster(refusals={"pods": REFUSED})
+    cluster.put("validatingadmissionpolicies.admissionregistration.k8s.io", POLICY_OBJECT)
+    cluster.put("validatingadmissionpolicybindings.admissionregistration.k8s.io", BINDING_OBJECT)
     spec = GateSpec("fraction-admission", "default", 60, admission_mode="deny")
-    results = STEPS["fraction-admission"].checks(cluster, spec)  # type: ignore[arg-type]
+    results = STEPS["fraction-admission"].checks(cluster, spec)
     assert [r.passed for r in results] == [True, True]
-    ((api_version, plural, namespace, manifest),) = cluster.probes
+    ((api_version, plural, namespace, manifest),) = cluster.dry_runs
     assert (api_version, plural, namespace) == ("v1", "pods", "default")
     assert manifest == admission_probe()
     assert "runtimeClassName" not in manifest["spec"], "the RuntimeClass plugin must not answer first"

@@ -8,10 +8,10 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, get_args
 
 import pytest
 import yaml
@@ -40,14 +40,14 @@ from components.checks.host_check import (
     parse_nvswitch_listing,
     parse_systemctl_is_active,
 )
-from components.checks.kube import KubeClient
 from components.checks.preflight import format_report, read_cluster_facts
-from components.checks.preflight_rows import Expectations, Finding, blocking, evaluate, parse_container_runtime
+from components.checks.preflight_decisions import Expectations, Finding, blocking, evaluate, parse_container_runtime
 from components.config.load import parse_config
 from components.config.model import CheckId, PreflightConfig
 from components.stack import cluster_access, preflight_expectations, preflight_spec
 from components.vocabulary.fractioning import mpsd_memory_limit_mib, mpsd_memory_needed_mib
 from standins.operators.node_daemons import gfd_labels
+from tests.unit.fake_cluster import FakeCluster
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOST = FIXTURES / "proof" / "host"
@@ -535,89 +535,75 @@ def test_the_check_pod_runs_the_script_in_the_hosts_root_on_that_node() -> None:
     assert spec["volumes"] == [{"name": "host", "hostPath": {"path": "/"}}], "the host root is mounted"
 
 
-class FakeCheckPodCluster:
-    """The pod calls of KubeClient, where each check pod finishes `run_seconds` after it is created
-    and prints the node it ran on; it counts the list calls and the most pods there at once."""
+CHECK_POD_SELECTOR = "app.kubernetes.io/name=kai-gpu-fractions-preflight"
 
-    def __init__(self, run_seconds: float, finishes: bool = True) -> None:
-        self.run_seconds, self.finishes = run_seconds, finishes
-        self.pods: dict[str, tuple[str, float]] = {}
-        self.list_calls = 0
-        self.most_at_once = 0
-        self.lock = threading.Lock()
+
+@dataclass
+class CheckPodsRun(FakeCluster):
+    """Each check pod finishes `run_seconds` after it is created (never, without `finishes`) and logs
+    the node it ran on; `most_at_once` counts the most check pods there at once."""
+
+    run_seconds: float = 0.0
+    finishes: bool = True
+    most_at_once: int = 0
 
     def create_pod(self, namespace: str, manifest: dict[str, Any]) -> None:
+        name = manifest["metadata"]["name"]
         with self.lock:
-            self.pods[manifest["metadata"]["name"]] = (manifest["spec"]["nodeName"], time.monotonic())
-            self.most_at_once = max(self.most_at_once, len(self.pods))
-
-    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]:
-        assert label_selector == "app.kubernetes.io/name=kai-gpu-fractions-preflight"
-        with self.lock:
-            self.list_calls += 1
-            now = time.monotonic()
-            return [
-                {
-                    "metadata": {"name": name},
-                    "status": {"phase": "Succeeded" if self.finishes and now - at >= self.run_seconds else "Running"},
-                }
-                for name, (_, at) in self.pods.items()
-            ]
-
-    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str:
-        return f"ran on {self.pods[name][0]}"
-
-    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None:
-        with self.lock:
-            del self.pods[name]
+            super().create_pod(namespace, manifest)
+            self.logs[(namespace, name)] = f"ran on {manifest['spec']['nodeName']}"
+            self.most_at_once = max(self.most_at_once, len(self.listed("pods", namespace)))
+        if self.finishes:
+            finished = threading.Timer(self.run_seconds, self.set_phase, (namespace, name, "Succeeded"))
+            finished.daemon = True
+            finished.start()
 
 
 def test_check_pods_on_64_nodes_are_waited_for_with_one_list_call_for_all() -> None:
-    cluster = FakeCheckPodCluster(run_seconds=1.0)
-    run = check_pod_runner(cast(KubeClient, cluster), "true", "kube-system", "busybox:1.37", timeout_seconds=30)
+    cluster = CheckPodsRun(run_seconds=1.0)
+    run = check_pod_runner(cluster, "true", "kube-system", "busybox:1.37", timeout_seconds=30)
     nodes = [f"gpu-node-{i}" for i in range(64)]
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=HOST_CHECKS_AT_ONCE) as pool:
         outputs = list(pool.map(run, nodes))
     elapsed = time.monotonic() - start
     assert outputs == [f"ran on {node}" for node in nodes], "each node's own pod is read"
-    assert cluster.pods == {}, "every check pod is deleted"
+    assert cluster.listed("pods") == [], "every check pod is deleted"
     assert cluster.most_at_once == 64, f"64 pods that each run 1 s ran side by side, not {cluster.most_at_once}"
-    assert cluster.list_calls <= elapsed / 0.5 + 2, f"{cluster.list_calls} list calls in {elapsed:.1f}s"
+    list_calls = len(cluster.pod_listings)
+    assert list_calls <= elapsed / 0.5 + 2, f"{list_calls} list calls in {elapsed:.1f}s"
+    assert {selector for _, selector, _ in cluster.pod_listings} == {CHECK_POD_SELECTOR}
 
 
 def test_a_check_pod_that_never_finishes_times_out_naming_its_node_and_is_deleted() -> None:
-    cluster = FakeCheckPodCluster(run_seconds=0, finishes=False)
-    run = check_pod_runner(cast(KubeClient, cluster), "true", "kube-system", "busybox:1.37", timeout_seconds=1)
+    cluster = CheckPodsRun(run_seconds=0, finishes=False)
+    run = check_pod_runner(cluster, "true", "kube-system", "busybox:1.37", timeout_seconds=1)
     with pytest.raises(TimeoutError, match="on gpu-node-7 did not finish in 1s"):
         run("gpu-node-7")
-    assert cluster.pods == {}
+    assert cluster.listed("pods") == []
+    assert {selector for _, selector, _ in cluster.pod_listings} == {CHECK_POD_SELECTOR}
 
 
-class FakeReader:
-    def __init__(self, nodes: list[dict[str, Any]], denied: frozenset[str] = frozenset()) -> None:
-        self.nodes, self.denied = nodes, denied
-        self.selectors: list[str] = []
-
-    def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
-        self.selectors.append(label_selector)
-        if label_selector:
-            return [n for n in self.nodes if n["metadata"]["labels"].get("nvidia.com/gpu.present") == "true"]
-        return self.nodes
-
-    def list_runtime_classes(self) -> list[dict[str, Any]]:
-        return [{"metadata": {"name": "nvidia"}, "handler": "nvidia"}]
+class PreparedCluster(FakeCluster):
+    """The nodes given, RuntimeClass nvidia and a GPU Operator at v26.7.1; it asks for the
+    ClusterPolicy at the version the operator serves."""
 
     def list_cluster_objects(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
         assert (group, version, plural) == ("nvidia.com", "v1", "clusterpolicies")
-        return [{"metadata": {"name": "cluster-policy", "labels": {"app.kubernetes.io/version": "v26.7.1"}}}]
+        return super().list_cluster_objects(group, version, plural)
 
-    def can_create(self, group: str, resource: str) -> bool:
-        return resource not in self.denied
+
+def prepared_cluster(nodes: list[dict[str, Any]], denied: frozenset[str] = frozenset()) -> PreparedCluster:
+    cluster = PreparedCluster(denied={(ADMIN_RESOURCES[resource], resource) for resource in denied})
+    cluster.put("nodes", *nodes)
+    cluster.put("runtimeclasses.node.k8s.io", {"metadata": {"name": "nvidia"}, "handler": "nvidia"})
+    policy = {"metadata": {"name": "cluster-policy", "labels": {"app.kubernetes.io/version": "v26.7.1"}}}
+    cluster.put("clusterpolicies.nvidia.com", policy)
+    return cluster
 
 
 def test_collected_facts_include_host_facts_when_a_runner_is_given() -> None:
-    reader = FakeReader([fixture_node()], denied=frozenset({"namespaces"}))
+    reader = prepared_cluster([fixture_node()], denied=frozenset({"namespaces"}))
     report = (HOST / "host-report-hgx.txt").read_text()
     facts = collect_cluster_facts(reader, facts_reader(lambda node: report, NRI_SOCKET))
     assert facts.gpu_nodes[0].host == prepared_host(), "the runner's report becomes HostFacts"
@@ -629,7 +615,7 @@ def test_a_failing_runner_becomes_an_error_not_an_exception() -> None:
     def unreachable(node: str) -> str:
         raise ConnectionError(f"{node}: no route to host")
 
-    facts = collect_cluster_facts(FakeReader([fixture_node()]), facts_reader(unreachable, NRI_SOCKET))
+    facts = collect_cluster_facts(prepared_cluster([fixture_node()]), facts_reader(unreachable, NRI_SOCKET))
     host = facts.gpu_nodes[0].host
     assert host is not None and "no route to host" in (host.error or ""), "the preview still reports every row"
 
@@ -654,7 +640,7 @@ def test_hosts_are_checked_side_by_side_a_bounded_number_at_a_time_and_keep_thei
     nodes = [fixture_node() for _ in range(count)]
     for i, node in enumerate(nodes):
         node["metadata"]["name"] = f"gpu-node-{i}"
-    facts = collect_cluster_facts(FakeReader(nodes), slow)
+    facts = collect_cluster_facts(prepared_cluster(nodes), slow)
     assert most == HOST_CHECKS_AT_ONCE, f"{most} host checks ran at once"
     assert [(n.name, n.host and n.host.driver_version) for n in facts.gpu_nodes] == [
         (f"gpu-node-{i}", f"gpu-node-{i}") for i in range(count)

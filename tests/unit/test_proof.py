@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +26,16 @@ from components.checks.lab_decisions import (
     queue_allocated_gpus,
 )
 from components.checks.lab_proof import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
-from components.checks.proof import (
+from components.checks.proof_resources import LabProof, LabProofProvider, SmokeProof, SmokeProofProvider, _ProofProvider
+from components.checks.results import (
+    CheckResult,
     Clock,
     ProofFailed,
-    ProofResult,
     default_container,
-    format_proof,
+    format_results,
     raise_on_failure,
     retry,
 )
-from components.checks.proof_resources import LabProof, LabProofProvider, SmokeProof, SmokeProofProvider, _ProofProvider
 from components.checks.smoke_decisions import (
     MpsNamespace,
     binder_annotations,
@@ -51,9 +51,19 @@ from components.checks.smoke_decisions import (
     parse_namespace_list,
     sm_count_for_product,
 )
-from components.checks.smoke_proof import DEVICE_QUERY_POD, SmokeSpec, device_query_pod_manifest, prove_smoke
+from components.checks.smoke_proof import (
+    DEVICE_QUERY_POD,
+    HOSTILE_MEMORY_QUERY,
+    NAMESPACE_LIST,
+    SmokeSpec,
+    device_query_pod_manifest,
+    prove_smoke,
+)
 from components.lab.lab_pods import SHARED_POD
+from components.vocabulary.fractioning import MPSD_SELECTOR
+from components.vocabulary.kai import QUEUE_GROUP, QUEUE_PLURAL
 from tests.proof_evidence import parse_annotation_grep
+from tests.unit.fake_cluster import FakeCluster, labels_of, resource
 
 PROOF = Path(__file__).resolve().parents[1] / "fixtures" / "proof"
 LAB = PROOF / "lab"
@@ -278,7 +288,7 @@ def test_the_reservation_boundary_is_recognised_as_the_expected_limit_of_fake_gp
 
 
 def test_the_report_lists_each_check_with_its_verdict() -> None:
-    report = format_proof([ProofResult("sm-share", True, "54 of 108 SMs"), ProofResult("memory-view", False, "x")])
+    report = format_results([CheckResult("sm-share", True, "54 of 108 SMs"), CheckResult("memory-view", False, "x")])
     assert report.splitlines() == [
         "Proof: 1 of 2 checks passed",
         "  PASS sm-share: 54 of 108 SMs",
@@ -287,59 +297,13 @@ def test_the_report_lists_each_check_with_its_verdict() -> None:
 
 
 def test_a_failed_proof_raises_naming_the_check_and_why() -> None:
-    results = [ProofResult("binder-annotations", True, "ok"), ProofResult("mps-namespaces", False, "no default")]
+    results = [CheckResult("binder-annotations", True, "ok"), CheckResult("mps-namespaces", False, "no default")]
     with pytest.raises(ProofFailed, match=r"failed 1 of 2 checks: mps-namespaces: no default"):
         raise_on_failure("SmokeProof", results)
     raise_on_failure("SmokeProof", results[:1])
 
 
 # ---------------------------------------------------------------- gathering evidence
-
-
-@dataclass
-class FakeCluster:
-    """A cluster where the smoke pods, mpsd and deviceQuery answer with the guide-shaped fixtures."""
-
-    pods: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    execs: dict[str, str] = field(default_factory=dict)
-    logs: dict[str, str] = field(default_factory=dict)
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    queue: dict[str, Any] | None = None
-    events: list[str] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-
-    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        if name == DEVICE_QUERY_POD and name in self.created:
-            return {"status": {"phase": "Succeeded"}}
-        return self.pods.get((namespace, name))
-
-    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]:
-        return [p for (ns, _), p in self.pods.items() if ns == namespace]
-
-    def exec(self, namespace: str, pod: str, container: str | None, command: list[str]) -> str:
-        return self.execs[command[0] if command[0] != "env" or len(command) == 1 else "nvidia-smi"]
-
-    def create_pod(self, namespace: str, manifest: dict[str, Any]) -> None:
-        self.created.append(manifest["metadata"]["name"])
-
-    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None:
-        self.deleted.append(name)
-
-    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str:
-        return self.logs.get(name, "")
-
-    def read_node(self, name: str) -> dict[str, Any] | None:
-        return {"metadata": {"name": name, "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}}}
-
-    def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
-        return self.nodes
-
-    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> dict[str, Any] | None:
-        return self.queue if (group, plural) == ("scheduling.run.ai", "queues") else None
-
-    def events_for(self, namespace: str, name: str) -> list[str]:
-        return self.events
 
 
 def running_pod(name: str, annotations: dict[str, str]) -> dict[str, Any]:
@@ -350,25 +314,35 @@ def running_pod(name: str, annotations: dict[str, str]) -> dict[str, Any]:
     }
 
 
+ENV, NAMESPACES, MEMORY = ("env",), tuple(NAMESPACE_LIST), tuple(HOSTILE_MEMORY_QUERY)
+
+
+def gpu_node(labels: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": "gpu-node-0", "labels": labels}}
+
+
 def smoke_cluster() -> FakeCluster:
+    """A cluster where the smoke pods, mpsd and deviceQuery answer with the guide-shaped fixtures,
+    and deviceQuery has finished as soon as it is created."""
     annotations = smoke_annotations()
     mpsd = {
-        "metadata": {"name": "gpu-fractioning-mpsd-x7k2p", "annotations": {}},
+        "metadata": {"name": "gpu-fractioning-mpsd-x7k2p", "annotations": {}, "labels": labels_of(MPSD_SELECTOR)},
         "spec": {"nodeName": "gpu-node-0", "containers": [{"name": "mpsd"}, {"name": "metricsd"}]},
         "status": {"phase": "Running"},
     }
-    return FakeCluster(
-        pods={
-            **{("default", name): running_pod(name, annotations[name]) for name in annotations},
-            ("gpu-fractioning", "gpu-fractioning-mpsd-x7k2p"): mpsd,
-        },
+    cluster = FakeCluster(
         execs={
-            "env": text("env-fraction-smoke-a.txt"),
-            "nvidia-cuda-mps-control": text("namespace-list-shared.txt"),
-            "nvidia-smi": text("memory-total-capped.txt"),
+            ENV: text("env-fraction-smoke-a.txt"),
+            NAMESPACES: text("namespace-list-shared.txt"),
+            MEMORY: text("memory-total-capped.txt"),
         },
-        logs={DEVICE_QUERY_POD: text("devicequery-half.txt")},
+        logs={("default", DEVICE_QUERY_POD): text("devicequery-half.txt")},
+        created_phase="Succeeded",
     )
+    cluster.put("pods", *[running_pod(name, annotations[name]) for name in annotations], namespace="default")
+    cluster.put("pods", mpsd, namespace="gpu-fractioning")
+    cluster.put("nodes", gpu_node({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}))
+    return cluster
 
 
 class NoWait(Clock):
@@ -392,15 +366,15 @@ def test_a_prepared_a100_passes_every_smoke_check_and_the_sm_measurement() -> No
         ("mps-namespaces", True),
         ("memory-view", True),
         ("sm-share", True),
-    ], format_proof(results)
-    assert cluster.created == [DEVICE_QUERY_POD], "deviceQuery runs as its own pod"
-    assert cluster.deleted[-1] == DEVICE_QUERY_POD, "and is removed afterwards"
+    ], format_results(results)
+    assert cluster.created_pods == [DEVICE_QUERY_POD], "deviceQuery runs as its own pod"
+    assert cluster.deleted_pods[-1] == DEVICE_QUERY_POD, "and is removed afterwards"
 
 
 def test_one_missing_piece_fails_its_own_check_and_leaves_the_others_standing() -> None:
     cluster = smoke_cluster()
-    cluster.execs["env"] = text("env-without-nri.txt")
-    del cluster.execs["nvidia-cuda-mps-control"]
+    cluster.execs[ENV] = text("env-without-nri.txt")
+    del cluster.execs[NAMESPACES]
     results = {r.check: r for r in prove_smoke(cluster, SPEC, NoWait())}
     assert not results["injected-env"].passed and "NRI" in results["injected-env"].detail
     assert not results["mps-namespaces"].passed, "an exec that fails is that check's failure"
@@ -410,40 +384,30 @@ def test_one_missing_piece_fails_its_own_check_and_leaves_the_others_standing() 
 
 def test_smoke_pods_that_never_run_fail_every_check_with_their_phase() -> None:
     cluster = smoke_cluster()
-    cluster.pods[("default", "fraction-smoke-b")]["status"]["phase"] = "Pending"
+    cluster.set_phase("default", "fraction-smoke-b", "Pending")
     results = prove_smoke(cluster, SPEC, NoWait())
-    assert all(not r.passed and "fraction-smoke-b Pending" in r.detail for r in results), format_proof(results)
-
-
-class EightyGigNode(FakeCluster):
-    def read_node(self, name: str) -> dict[str, Any] | None:
-        labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.memory": "81920"}
-        return {"metadata": {"name": name, "labels": labels}}
+    assert all(not r.passed and "fraction-smoke-b Pending" in r.detail for r in results), format_results(results)
 
 
 def test_the_expected_caps_follow_the_nodes_gpu_memory_label_as_the_binder_does() -> None:
-    cluster = EightyGigNode(**vars(smoke_cluster()))
+    cluster = smoke_cluster()
+    eighty_gig = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.memory": "81920"}
+    cluster.put("nodes", gpu_node(eighty_gig))
     results = {r.check: r for r in prove_smoke(cluster, SPEC, NoWait())}
     assert not results["injected-env"].passed, "19968M is half a 40 GiB card, not of this node's 80 GiB"
     assert "40448" in results["injected-env"].detail, results["injected-env"].detail
 
 
-class PendingDeviceQuery(FakeCluster):
-    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        if name == DEVICE_QUERY_POD and name in self.created:
-            return {"status": {"phase": "Pending"}}
-        return super().read_pod(namespace, name)
-
-
 def test_a_device_query_pod_that_cannot_be_placed_says_why_and_what_it_needs() -> None:
-    cluster = PendingDeviceQuery(**vars(smoke_cluster()))
-    cluster.events = ["FailedScheduling: 0/1 nodes are available: insufficient GPU"]
+    cluster = smoke_cluster()
+    cluster.created_phase = "Pending"
+    cluster.events[("default", DEVICE_QUERY_POD)] = ["FailedScheduling: 0/1 nodes are available: insufficient GPU"]
     results = {r.check: r for r in prove_smoke(cluster, SPEC, NoWait())}
     detail = results["sm-share"].detail
     assert not results["sm-share"].passed
     assert "phase Pending; FailedScheduling: 0/1 nodes are available: insufficient GPU" in detail, detail
     assert "needs a free 0.5 GPU besides the one the smoke pods hold" in detail
-    assert cluster.deleted[-1] == DEVICE_QUERY_POD, "the unplaced pod is removed too"
+    assert cluster.deleted_pods[-1] == DEVICE_QUERY_POD, "the unplaced pod is removed too"
 
 
 def test_the_mpsd_pods_default_container_is_the_one_kubectl_would_exec_into() -> None:
@@ -458,36 +422,35 @@ def test_the_mpsd_pods_default_container_is_the_one_kubectl_would_exec_into() ->
 
 def lab_cluster() -> FakeCluster:
     shared = yaml.safe_load((LAB / "shared-pod.yaml").read_text())
-    reservation = {
-        "metadata": {"name": "gpu-reservation-5df74f36086ed6c5"},
-        "spec": {"containers": [{"name": "resource-reservation"}]},
-    }
-    return FakeCluster(
-        pods={
-            ("default", "gpu-sharing-with-isolation"): shared,
-            ("kai-resource-reservation", "gpu-reservation-5df74f36086ed6c5"): reservation,
-        },
-        logs={"gpu-reservation-5df74f36086ed6c5": (LAB / "reservation-pod.log").read_text()},
-        nodes=[
-            {"metadata": {"name": "kai-hami-test-control-plane"}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
-        ],
-        queue=json.loads((LAB / "queue-default-queue.json").read_text()),
+    reservation = "gpu-reservation-5df74f36086ed6c5"
+    cluster = FakeCluster()
+    cluster.put("pods", shared, namespace="default")
+    cluster.put(
+        "pods",
+        {"metadata": {"name": reservation}, "spec": {"containers": [{"name": "resource-reservation"}]}},
+        namespace="kai-resource-reservation",
     )
+    cluster.logs[("kai-resource-reservation", reservation)] = (LAB / "reservation-pod.log").read_text()
+    node = {"name": "kai-hami-test-control-plane", "labels": {"nvidia.com/gpu.present": "true"}}
+    cluster.put("nodes", {"metadata": node, "status": {"allocatable": {"nvidia.com/gpu": "8"}}})
+    cluster.put(QUEUES, json.loads((LAB / "queue-default-queue.json").read_text()))
+    return cluster
 
 
+QUEUES = resource(QUEUE_GROUP, QUEUE_PLURAL)
 LAB_SPEC = LabSpec(gpu_count=8, gpu_memory_mib=40960, shared_memory_mib=20480, shared_pod=SHARED_POD, timeout_seconds=0)
 
 
 def test_the_lab_proof_passes_and_reports_the_boundary_as_expected() -> None:
     results = prove_lab(lab_cluster(), LAB_SPEC, NoWait())
-    assert all(r.passed for r in results), format_proof(results)
+    assert all(r.passed for r in results), format_results(results)
     boundary = next(r for r in results if r.check == "reservation-boundary")
     assert "expected limit of fake GPUs" in boundary.detail, boundary.detail
 
 
 def test_the_lab_proof_without_the_shared_pod_says_so() -> None:
     cluster = lab_cluster()
-    del cluster.pods[("default", "gpu-sharing-with-isolation")]
+    cluster.remove("pods", "gpu-sharing-with-isolation", "default")
     results = {r.check: r for r in prove_lab(cluster, LAB_SPEC, NoWait())}
     assert results["isolator-injection"].detail == "no shared pod default/gpu-sharing-with-isolation"
     assert not results["reservation-boundary"].passed, "the boundary needs the shared pod"
@@ -495,11 +458,10 @@ def test_the_lab_proof_without_the_shared_pod_says_so() -> None:
 
 def test_the_lab_proof_reads_the_scheduler_log_when_the_queue_has_no_status() -> None:
     cluster = lab_cluster()
-    cluster.queue = {"metadata": {"name": "default-queue"}}
-    cluster.pods[("kai-scheduler", "kai-scheduler-default-5dfbc85f96-6kp9v")] = {
-        "metadata": {"name": "kai-scheduler-default-5dfbc85f96-6kp9v"}
-    }
-    cluster.logs["kai-scheduler-default-5dfbc85f96-6kp9v"] = (LAB / "scheduler-division.log").read_text()
+    cluster.put(QUEUES, {"metadata": {"name": "default-queue"}})
+    scheduler = "kai-scheduler-default-5dfbc85f96-6kp9v"
+    cluster.put("pods", {"metadata": {"name": scheduler}}, namespace="kai-scheduler")
+    cluster.logs[("kai-scheduler", scheduler)] = (LAB / "scheduler-division.log").read_text()
     queue = next(r for r in prove_lab(cluster, LAB_SPEC, NoWait()) if r.check == "queue-allocation")
     assert queue.passed, queue.detail
 
@@ -515,16 +477,16 @@ class CannedSpec:
 class CannedProvider(_ProofProvider):
     kind = "CannedProof"
     spec_type = CannedSpec
-    results: list[ProofResult] = []
+    results: list[CheckResult] = []
 
-    def prove(self, cluster: KubeClient, props: Any) -> list[ProofResult]:
+    def prove(self, cluster: KubeClient, props: Any) -> list[CheckResult]:
         return self.results
 
 
 def test_a_passing_proof_becomes_results_and_report_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(KubeClient, "connect", lambda *_args: None)
     provider = CannedProvider()
-    provider.results = [ProofResult("sm-share", True, "54 of 108 SMs")]
+    provider.results = [CheckResult("sm-share", True, "54 of 108 SMs")]
     created = provider.create({"pods": ["fraction-smoke-a"]})
     assert created.outs is not None
     assert created.outs["results"] == [{"check": "sm-share", "passed": True, "detail": "54 of 108 SMs"}]
@@ -534,7 +496,7 @@ def test_a_passing_proof_becomes_results_and_report_outputs(monkeypatch: pytest.
 def test_a_failing_proof_fails_the_update_naming_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(KubeClient, "connect", lambda *_args: None)
     provider = CannedProvider()
-    provider.results = [ProofResult("memory-view", False, "the pod sees 40960 MiB")]
+    provider.results = [CheckResult("memory-view", False, "the pod sees 40960 MiB")]
     with pytest.raises(ProofFailed, match="memory-view: the pod sees 40960 MiB"):
         provider.update("id", {}, {"pods": ["fraction-smoke-a"]})
 
@@ -605,14 +567,19 @@ def test_the_proofs_register_as_dynamic_resources_with_a_secret_kubeconfig() -> 
 def test_the_allocatable_wait_retries_until_the_device_plugin_advertises_every_gpu() -> None:
     advertised = iter(["0", "0", "8"])
 
-    class Cluster:
-        def list_nodes(self, _selector: str = "") -> list[dict[str, object]]:
-            return [{"metadata": {"name": "n0"}, "status": {"allocatable": {"nvidia.com/gpu": next(advertised)}}}]
+    class Advertising(FakeCluster):
+        """The device plugin advertises the next count at each look."""
 
+        def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
+            self.stored("nodes", "n0")["status"]["allocatable"]["nvidia.com/gpu"] = next(advertised)
+            return super().list_nodes(label_selector)
+
+    cluster = Advertising()
+    cluster.put("nodes", {"metadata": {"name": "n0"}, "status": {"allocatable": {}}})
     ticks = iter(range(100))
     clock = Clock(now=lambda: float(next(ticks)), sleep=lambda _seconds: None)
     spec = AllocatableSpec(gpu_count=8, nodes=("n0",), timeout_seconds=10)
-    (result,) = wait_for_allocatable(Cluster(), spec, clock=clock)  # type: ignore[arg-type]
+    (result,) = wait_for_allocatable(cluster, spec, clock=clock)
     assert result.passed, f"the third poll sees 8 GPUs: {result.detail}"
 
 
@@ -626,9 +593,9 @@ def test_a_retry_that_never_passes_makes_its_last_attempt_on_the_deadline() -> N
     fake = FakeTime()
     attempts: list[float] = []
 
-    def attempt() -> ProofResult:
+    def attempt() -> CheckResult:
         attempts.append(fake.t)
-        return ProofResult("never", False, "not yet")
+        return CheckResult("never", False, "not yet")
 
     assert not retry(Clock(now=lambda: fake.t, sleep=fake.sleep), 12.0, attempt).passed
     assert attempts[-1] == 12.0, f"the last attempt at {attempts[-1]} s, not after the 12 s deadline"

@@ -23,6 +23,7 @@ from pulumi.dynamic import ResourceProvider
 
 import components
 from components.checks import teardown
+from tests.unit.fake_cluster import FakeCluster
 
 RECORDED = json.loads((Path(__file__).parents[1] / "fixtures/state/dynamic-providers.json").read_text())["providers"]
 
@@ -64,20 +65,10 @@ def test_a_provider_pickled_at_any_recorded_path_loads_and_diffs(path: str) -> N
     assert provider.diff("id", props, {**props, "timeout_seconds": 900}).changes
 
 
-class NoPods:
-    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[Any]:
-        return []
-
-    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None:
-        pass
-
-    def delete_cluster_object(self, group: str, version: str, plural: str, name: str) -> bool:
-        return False
-
-
 @pytest.mark.parametrize("path", sorted(RECORDED))
 def test_a_provider_pickled_at_any_recorded_path_deletes(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(teardown.KubeClient, "connect", classmethod(lambda cls, *_a, **_k: NoPods()))
+    # An empty cluster: no pod to wait for, no kept object to delete.
+    monkeypatch.setattr(teardown.KubeClient, "connect", classmethod(lambda cls, *_a, **_k: FakeCluster()))
     props = {
         "namespace": "gpu-fractioning",
         "label_selector": "app.kubernetes.io/component=mpsd",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +15,12 @@ from components.checks.step_gates import STEPS, GateSpec, GateTimedOut, Step, wa
 from components.checks.waiting import Clock, poll_delays
 from components.config.load import parse_config
 from components.stack import gate_spec
-from components.vocabulary import kai
+from components.vocabulary import fractioning, kai
+from components.vocabulary.nvidia import CLUSTER_POLICY_GROUP, CLUSTER_POLICY_PLURAL
 from standins.operators.cluster import name_of
 from standins.operators.gpu_fractioning import mpsd_log
 from standins.operators.kai_webhooks import recorded_configurations
+from tests.unit.fake_cluster import FakeCluster, labels_of, resource
 from tests.unit.test_preflight import fixture_node
 
 Json = dict[str, Any]
@@ -48,108 +49,77 @@ def deployment(name: str, available: bool = True) -> Json:
 
 
 def daemonset(name: str, desired: int = 1, ready: int = 1) -> Json:
-    return named(name, status={"desiredNumberScheduled": desired, "numberReady": ready})
+    status = {"desiredNumberScheduled": desired, "numberReady": ready}
+    return {"metadata": {"name": name, "labels": labels_of(fractioning.DAEMONSET_SELECTOR)}, "status": status}
 
 
-@dataclass
-class FakeCluster:
+MPSD_POD = ("gpu-fractioning", "gpu-fractioning-mpsd-x1")
+CLUSTER_POLICIES = resource(CLUSTER_POLICY_GROUP, CLUSTER_POLICY_PLURAL)
+KAI_CONFIGS = resource(kai.CONFIG_GROUP, kai.CONFIG_PLURAL)
+FRACTIONING_CONFIGS = resource(fractioning.CONFIG_GROUP, fractioning.CONFIG_PLURAL)
+DEPLOYMENTS, DAEMONSETS = "deployments.apps", "daemonsets.apps"
+ENDPOINT_SLICES = "endpointslices.discovery.k8s.io"
+MUTATING_WEBHOOKS = "mutatingwebhookconfigurations.admissionregistration.k8s.io"
+VALIDATING_WEBHOOKS = "validatingwebhookconfigurations.admissionregistration.k8s.io"
+
+
+def endpoint_slice(service: str, address: str = "10.0.0.1", ready: bool = True) -> Json:
+    labels = {"kubernetes.io/service-name": service}
+    endpoints = [{"addresses": [address], "conditions": {"ready": ready}}]
+    return {"metadata": {"name": f"{service}-x1", "labels": labels}, "endpoints": endpoints}
+
+
+def webhook_resource(configuration: Json) -> str:
+    return MUTATING_WEBHOOKS if configuration["kind"] == "MutatingWebhookConfiguration" else VALIDATING_WEBHOOKS
+
+
+def ready(cluster: FakeCluster | None = None) -> FakeCluster:
     """A cluster as the GPU Operator, KAI and gpu-fractioning leave it when all went well."""
-
-    nodes: list[Json] = field(default_factory=list)
-    runtime_classes: list[Json] = field(default_factory=lambda: [named("nvidia", handler="nvidia")])
-    objects: dict[str, list[Json]] = field(default_factory=dict)
-    deployments: dict[str, list[Json]] = field(default_factory=dict)
-    daemonsets: list[Json] = field(default_factory=list)
-    logs: dict[str, str] = field(default_factory=dict)
-    webhooks: dict[str, Json] = field(default_factory=dict)
-    endpoints: dict[tuple[str, str], list[Json]] = field(default_factory=dict)
-    # kind (plural) → the API server's refusal of a dry-run create, or None when admitted
-    dry_runs: dict[str, str | None] = field(default_factory=dict)
-    dry_run_calls: list[str] = field(default_factory=list)
-
-    @classmethod
-    def ready(cls) -> FakeCluster:
-        node = fixture_node()
-        node["status"]["conditions"] = [condition("gpu-fractioning.nvidia.com/Ready")]
-        return cls(
-            nodes=[node],
-            objects={
-                "clusterpolicies": [named("cluster-policy", status={"state": "ready"})],
-                "configs": [
-                    named(
-                        "kai-config",
-                        spec={"global": {"gpuSharingMode": "NvFractions"}},
-                        status={"conditions": [condition("Available"), condition("DependenciesFulfilled")]},
-                    )
-                ],
-                "gpufractioningconfigs": [
-                    named(
-                        "default",
-                        status={"conditions": [condition(c) for c in ("MpsdReady", "FractiondReady", "Ready")]},
-                    )
-                ],
-            },
-            deployments={
-                "kai-scheduler": [
-                    deployment(n)
-                    for n in (
-                        "kai-operator",
-                        "admission",
-                        "binder",
-                        "pod-grouper",
-                        "podgroup-controller",
-                        "queue-controller",
-                        "kai-scheduler-default",
-                    )
-                ],
-                "gpu-fractioning": [deployment("gpu-fractioning")],
-            },
-            daemonsets=[daemonset("gpu-fractioning-mpsd"), daemonset("gpu-fractioning-fractiond")],
-            logs={"gpu-fractioning-mpsd-x1": MPSD_LOG},
-            webhooks={name_of(w): w for w in recorded_configurations()},
-            endpoints={
-                ("kai-scheduler", service): [
-                    {"endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}]}
-                ]
-                for service in ("admission", "queue-controller", "podgroup-controller")
-            },
-        )
-
-    def list_nodes(self, label_selector: str = "") -> list[Json]:
-        key, _, value = label_selector.partition("=")
-        return [n for n in self.nodes if not key or n["metadata"].get("labels", {}).get(key) == value]
-
-    def list_runtime_classes(self) -> list[Json]:
-        return self.runtime_classes
-
-    def list_cluster_objects(self, group: str, version: str, plural: str) -> list[Json]:
-        return self.objects.get(plural, [])
-
-    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> Json | None:
-        return next((o for o in self.objects.get(plural, []) if o["metadata"]["name"] == name), None)
-
-    def list_deployments(self, namespace: str) -> list[Json]:
-        return self.deployments.get(namespace, [])
-
-    def list_daemonsets(self, namespace: str, label_selector: str = "") -> list[Json]:
-        return self.daemonsets
-
-    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[Json]:
-        return [named(pod) for pod in self.logs]
-
-    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str:
-        return self.logs[name]
-
-    def read_webhook_configuration(self, kind: str, name: str) -> Json | None:
-        found = self.webhooks.get(name)
-        return found if found is not None and found["kind"] == kind else None
-
-    def list_endpoint_slices(self, namespace: str, service: str) -> list[Json]:
-        return self.endpoints.get((namespace, service), [])
-
-    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> str | None:
-        self.dry_run_calls.append(plural)
-        return self.dry_runs.get(plural)
+    cluster = cluster if cluster is not None else FakeCluster()
+    node = fixture_node()
+    node["status"]["conditions"] = [condition("gpu-fractioning.nvidia.com/Ready")]
+    cluster.put("nodes", node)
+    cluster.put("runtimeclasses.node.k8s.io", named("nvidia", handler="nvidia"))
+    cluster.put(CLUSTER_POLICIES, named("cluster-policy", status={"state": "ready"}))
+    cluster.put(
+        KAI_CONFIGS,
+        named(
+            "kai-config",
+            spec={"global": {"gpuSharingMode": "NvFractions"}},
+            status={"conditions": [condition("Available"), condition("DependenciesFulfilled")]},
+        ),
+    )
+    cluster.put(
+        FRACTIONING_CONFIGS,
+        named("default", status={"conditions": [condition(c) for c in ("MpsdReady", "FractiondReady", "Ready")]}),
+    )
+    kai_deployments = (
+        "kai-operator",
+        "admission",
+        "binder",
+        "pod-grouper",
+        "podgroup-controller",
+        "queue-controller",
+        "kai-scheduler-default",
+    )
+    cluster.put(DEPLOYMENTS, *[deployment(n) for n in kai_deployments], namespace="kai-scheduler")
+    cluster.put(DEPLOYMENTS, deployment("gpu-fractioning"), namespace="gpu-fractioning")
+    cluster.put(
+        DAEMONSETS,
+        daemonset("gpu-fractioning-mpsd"),
+        daemonset("gpu-fractioning-fractiond"),
+        namespace="gpu-fractioning",
+    )
+    namespace, mpsd = MPSD_POD
+    cluster.put(
+        "pods", {"metadata": {"name": mpsd, "labels": labels_of(fractioning.MPSD_SELECTOR)}}, namespace=namespace
+    )
+    cluster.logs[MPSD_POD] = MPSD_LOG
+    for configuration in recorded_configurations():
+        cluster.put(webhook_resource(configuration), configuration)
+    for service in ("admission", "queue-controller", "podgroup-controller"):
+        cluster.put(ENDPOINT_SLICES, endpoint_slice(service), namespace="kai-scheduler")
+    return cluster
 
 
 def failing(cluster: FakeCluster, spec: GateSpec) -> dict[str, str]:
@@ -158,22 +128,22 @@ def failing(cluster: FakeCluster, spec: GateSpec) -> dict[str, str]:
 
 @pytest.mark.parametrize("spec", [OPERATOR_GATE, KAI_GATE, AGENTS_GATE], ids=lambda s: s.step)
 def test_a_cluster_where_the_step_went_well_passes_its_gate(spec: GateSpec) -> None:
-    assert failing(FakeCluster.ready(), spec) == {}
+    assert failing(ready(), spec) == {}
 
 
 def test_the_gpu_operator_gate_names_the_missing_runtime_class_and_where_to_look() -> None:
-    cluster = FakeCluster.ready()
-    cluster.runtime_classes = []
+    cluster = ready()
+    cluster.remove("runtimeclasses.node.k8s.io", "nvidia")
     detail = failing(cluster, OPERATOR_GATE)["runtime-class"]
     assert "RuntimeClass nvidia not found" in detail
     assert "kubectl -n gpu-operator logs deploy/gpu-operator" in detail
 
 
 def test_a_not_ready_cluster_policy_reports_the_states_the_operator_names() -> None:
-    cluster = FakeCluster.ready()
+    cluster = ready()
     message = "ClusterPolicy is not ready; states not ready: [state-driver]"
     policy = named("cluster-policy", status={"state": "notReady", "conditions": [condition("Error", "True", message)]})
-    cluster.objects["clusterpolicies"] = [policy]
+    cluster.put(CLUSTER_POLICIES, policy)
     assert message in failing(cluster, OPERATOR_GATE)["cluster-policy"]
 
 
@@ -186,8 +156,8 @@ def test_a_not_ready_cluster_policy_reports_the_states_the_operator_names() -> N
     ],
 )
 def test_every_gpu_node_needs_gfds_labels_and_the_pinned_driver(label: str, value: str | None, named_gap: str) -> None:
-    cluster = FakeCluster.ready()
-    labels = cluster.nodes[0]["metadata"]["labels"]
+    cluster = ready()
+    labels = cluster.stored("nodes", "gpu-node-0")["metadata"]["labels"]
     for key in [label, "nvidia.com/cuda.driver.major"] if "driver" in label else [label]:
         labels.pop(key)
         if value is not None:
@@ -197,23 +167,26 @@ def test_every_gpu_node_needs_gfds_labels_and_the_pinned_driver(label: str, valu
 
 
 def test_a_gpu_node_that_advertises_no_gpus_holds_the_gate() -> None:
-    cluster = FakeCluster.ready()
-    cluster.nodes[0]["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    cluster = ready()
+    cluster.stored("nodes", "gpu-node-0")["status"]["allocatable"]["nvidia.com/gpu"] = "0"
     assert "advertises no nvidia.com/gpu" in failing(cluster, OPERATOR_GATE)["gpu-nodes"]
 
 
 def test_no_gpu_node_at_all_is_reported_as_such() -> None:
-    cluster = FakeCluster.ready()
-    for key in list(cluster.nodes[0]["metadata"]["labels"]):
+    cluster = ready()
+    for key in list(cluster.stored("nodes", "gpu-node-0")["metadata"]["labels"]):
         if "nvidia" in key or "pci-10de" in key:
-            del cluster.nodes[0]["metadata"]["labels"][key]
-    del cluster.nodes[0]["status"]["allocatable"]["nvidia.com/gpu"]
+            del cluster.stored("nodes", "gpu-node-0")["metadata"]["labels"][key]
+    del cluster.stored("nodes", "gpu-node-0")["status"]["allocatable"]["nvidia.com/gpu"]
     assert failing(cluster, OPERATOR_GATE)["gpu-nodes"].startswith("no node shows an NVIDIA GPU")
 
 
 def test_kai_waits_for_the_deployments_its_operator_creates_not_just_the_charts() -> None:
-    cluster = FakeCluster.ready()
-    cluster.deployments["kai-scheduler"] = [deployment("kai-operator"), deployment("binder", available=False)]
+    cluster = ready()
+    cluster.clear(DEPLOYMENTS, "kai-scheduler")
+    cluster.put(
+        DEPLOYMENTS, deployment("kai-operator"), deployment("binder", available=False), namespace="kai-scheduler"
+    )
     detail = failing(cluster, KAI_GATE)["deployments"]
     assert (
         "not created yet: admission, pod-grouper, podgroup-controller, queue-controller, kai-scheduler-default"
@@ -223,8 +196,8 @@ def test_kai_waits_for_the_deployments_its_operator_creates_not_just_the_charts(
 
 
 def test_kai_in_the_wrong_sharing_mode_fails_and_missing_fractioning_is_only_reported() -> None:
-    cluster = FakeCluster.ready()
-    config = cluster.objects["configs"][0]
+    cluster = ready()
+    config = cluster.stored(KAI_CONFIGS, "kai-config")
     config["spec"]["global"]["gpuSharingMode"] = "NonMemoryEnforced"
     message = "Gpu Fractioning is not ready. GpuFractioningConfig not found"
     config["status"]["conditions"][1] = condition("DependenciesFulfilled", "False", message)
@@ -250,53 +223,52 @@ def test_the_recorded_webhook_configurations_are_the_ones_the_gate_expects_and_a
 
 
 def test_kai_waits_until_its_operator_has_registered_every_webhook() -> None:
-    cluster = FakeCluster.ready()
-    del cluster.webhooks["kai-queue-validation-v2"], cluster.webhooks["mutating-kai-admission"]
+    cluster = ready()
+    cluster.remove(VALIDATING_WEBHOOKS, "kai-queue-validation-v2")
+    cluster.remove(MUTATING_WEBHOOKS, "mutating-kai-admission")
     detail = failing(cluster, KAI_GATE)["webhooks"]
     assert detail.startswith("not registered yet: mutating-kai-admission, kai-queue-validation-v2")
-    assert cluster.dry_run_calls == [], "nothing is sent to webhooks that are not all there"
+    assert cluster.dry_runs == [], "nothing is sent to webhooks that are not all there"
 
 
 def test_kai_waits_for_a_ready_endpoint_behind_each_webhooks_service() -> None:
-    cluster = FakeCluster.ready()
-    cluster.endpoints[("kai-scheduler", "queue-controller")] = [
-        {"endpoints": [{"addresses": ["10.0.0.2"], "conditions": {"ready": False}}]}
-    ]
+    cluster = ready()
+    cluster.put(ENDPOINT_SLICES, endpoint_slice("queue-controller", "10.0.0.2", ready=False), namespace="kai-scheduler")
     detail = failing(cluster, KAI_GATE)["webhooks"]
     assert "kai-queue-validation-v2: Service kai-scheduler/queue-controller has no ready endpoint" in detail
     assert "admission" not in detail.replace("queue-validation", "")
 
 
 def test_a_webhook_the_api_server_cannot_call_holds_the_gate_naming_it() -> None:
-    cluster = FakeCluster.ready()
-    cluster.dry_runs["queues"] = QUEUE_WEBHOOK_DOWN
+    cluster = ready()
+    cluster.refusals["queues"] = QUEUE_WEBHOOK_DOWN
     detail = failing(cluster, KAI_GATE)["webhooks"]
     assert detail.startswith("kai-queue-validation-v2 does not answer: a dry-run create of queues was refused")
     assert 'failed calling webhook "queue-validation.kai.scheduler"' in detail
-    assert sorted(cluster.dry_run_calls) == ["podgroups", "pods", "queues"]
+    assert sorted(plural for _, plural, _, _ in cluster.dry_runs) == ["podgroups", "pods", "queues"]
 
 
 def test_a_webhook_that_answers_with_a_denial_answers() -> None:
-    cluster = FakeCluster.ready()
-    cluster.dry_runs["pods"] = 'admission webhook "admission.kai-scheduler.svc" denied the request: no queue'
+    cluster = ready()
+    cluster.refusals["pods"] = 'admission webhook "admission.kai-scheduler.svc" denied the request: no queue'
     assert "webhooks" not in failing(cluster, KAI_GATE)
 
 
 def test_kai_webhooks_reached_by_url_need_no_service() -> None:
-    cluster = FakeCluster.ready()
-    for configuration in cluster.webhooks.values():
+    cluster = ready()
+    for configuration in cluster.listed(MUTATING_WEBHOOKS) + cluster.listed(VALIDATING_WEBHOOKS):
         for webhook in configuration["webhooks"]:
             webhook["clientConfig"] = {"url": "https://127.0.0.1:9443/validate"}
-    cluster.endpoints = {}
+    cluster.clear(ENDPOINT_SLICES)
     assert "webhooks" not in failing(cluster, KAI_GATE)
 
 
 def test_the_gate_expects_the_configurations_kai_config_names_and_skips_disabled_validation() -> None:
-    cluster = FakeCluster.ready()
-    spec = cluster.objects["configs"][0]["spec"]
+    cluster = ready()
+    spec = cluster.stored(KAI_CONFIGS, "kai-config")["spec"]
     spec["queueController"] = {"webhooks": {"enableValidation": False}}
     spec["podGroupController"] = {"webhooks": {"webhookConfigurationNamePrefix": "pg-"}}
-    del cluster.webhooks["kai-queue-validation-v2"]
+    cluster.remove(VALIDATING_WEBHOOKS, "kai-queue-validation-v2")
     assert failing(cluster, KAI_GATE)["webhooks"] == (
         "not registered yet: pg-v2alpha2 (kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations)"
     )
@@ -308,8 +280,8 @@ RECORDED_KAI_STATUS = yaml.safe_load(
 
 
 def test_the_kai_gate_decides_on_kai_configs_status_as_recorded() -> None:
-    cluster = FakeCluster.ready()
-    config = cluster.objects["configs"][0]
+    cluster = ready()
+    config = cluster.stored(KAI_CONFIGS, "kai-config")
     config["status"]["conditions"] = RECORDED_KAI_STATUS["ready"]
     assert failing(cluster, KAI_GATE) == {}
     config["status"]["conditions"] = RECORDED_KAI_STATUS["not_available"]
@@ -323,31 +295,37 @@ def test_the_kai_gate_decides_on_kai_configs_status_as_recorded() -> None:
 
 
 def test_the_lab_checks_no_sharing_mode() -> None:
-    cluster = FakeCluster.ready()
-    del cluster.objects["configs"][0]["spec"]["global"]["gpuSharingMode"]
+    cluster = ready()
+    del cluster.stored(KAI_CONFIGS, "kai-config")["spec"]["global"]["gpuSharingMode"]
     assert failing(cluster, GateSpec("kai-scheduler", "kai-scheduler", 600)) == {}
 
 
 def test_gpu_fractioning_needs_both_daemonsets_with_desired_equal_to_ready() -> None:
-    cluster = FakeCluster.ready()
-    cluster.daemonsets = [daemonset("gpu-fractioning-mpsd", desired=1, ready=0)]
+    cluster = ready()
+    cluster.clear(DAEMONSETS)
+    cluster.put(DAEMONSETS, daemonset("gpu-fractioning-mpsd", desired=1, ready=0), namespace="gpu-fractioning")
     detail = failing(cluster, AGENTS_GATE)["daemonsets"]
     assert "gpu-fractioning-mpsd 0 of 1 ready" in detail
     assert "gpu-fractioning-fractiond not created yet" in detail
 
 
 def test_daemonsets_that_match_no_node_are_not_ready() -> None:
-    cluster = FakeCluster.ready()
-    cluster.daemonsets = [daemonset("gpu-fractioning-mpsd", 0, 0), daemonset("gpu-fractioning-fractiond", 0, 0)]
+    cluster = ready()
+    cluster.put(
+        DAEMONSETS,
+        daemonset("gpu-fractioning-mpsd", 0, 0),
+        daemonset("gpu-fractioning-fractiond", 0, 0),
+        namespace="gpu-fractioning",
+    )
     assert "matches no node" in failing(cluster, AGENTS_GATE)["daemonsets"]
 
 
 def test_gpu_fractioning_reports_the_operators_conditions_and_each_nodes_readiness() -> None:
-    cluster = FakeCluster.ready()
-    cluster.objects["gpufractioningconfigs"][0]["status"]["conditions"][2] = condition(
+    cluster = ready()
+    cluster.stored(FRACTIONING_CONFIGS, "default")["status"]["conditions"][2] = condition(
         "Ready", "False", "GPU Operator version v26.7.0 is older than the minimum v26.7.1"
     )
-    cluster.nodes[0]["status"]["conditions"] = [
+    cluster.stored("nodes", "gpu-node-0")["status"]["conditions"] = [
         condition("gpu-fractioning.nvidia.com/Ready", "False", "mpsd pod is not ready")
     ]
     found = failing(cluster, AGENTS_GATE)
@@ -356,8 +334,8 @@ def test_gpu_fractioning_reports_the_operators_conditions_and_each_nodes_readine
 
 
 def test_gpu_fractioning_waits_until_kai_sees_its_config() -> None:
-    cluster = FakeCluster.ready()
-    kai_config = cluster.objects["configs"][0]
+    cluster = ready()
+    kai_config = cluster.stored(KAI_CONFIGS, "kai-config")
     kai_config["status"]["conditions"][1] = condition(
         "DependenciesFulfilled", "False", "GpuFractioningConfig not found"
     )
@@ -377,15 +355,15 @@ def test_gpu_fractioning_waits_until_kai_sees_its_config() -> None:
     ],
 )
 def test_mpsd_must_log_the_multi_user_server_and_the_default_cap(log: str, gap: str) -> None:
-    cluster = FakeCluster.ready()
-    cluster.logs = {"gpu-fractioning-mpsd-x1": log}
+    cluster = ready()
+    cluster.logs[MPSD_POD] = log
     assert gap in failing(cluster, AGENTS_GATE)["mpsd-log"]
 
 
 @pytest.mark.parametrize("log_format", ["json", "text"])
 def test_mpsd_passes_in_either_slog_format_as_recorded(log_format: str) -> None:
-    cluster = FakeCluster.ready()
-    cluster.logs = {"gpu-fractioning-mpsd-x1": mpsd_log(fixture_node(), log_format)}
+    cluster = ready()
+    cluster.logs[MPSD_POD] = mpsd_log(fixture_node(), log_format)
     assert "mpsd-log" not in failing(cluster, AGENTS_GATE)
 
 
@@ -399,21 +377,21 @@ def test_mpsd_passes_in_either_slog_format_as_recorded(log_format: str) -> None:
     ],
 )
 def test_a_recorded_cap_line_of_another_namespace_or_percentage_fails(change: str, into: str) -> None:
-    cluster = FakeCluster.ready()
+    cluster = ready()
     for log_format in ("json", "text"):
         log = mpsd_log(fixture_node(), log_format)
         if change in log:
-            cluster.logs = {"gpu-fractioning-mpsd-x1": log.replace(change, into)}
+            cluster.logs[MPSD_POD] = log.replace(change, into)
             assert "no cap of the default namespace at 10%" in failing(cluster, AGENTS_GATE)["mpsd-log"]
             return
     raise AssertionError(f"{change!r} is in neither recorded format")
 
 
 def test_the_control_daemons_own_wording_of_the_cap_is_accepted() -> None:
-    cluster = FakeCluster.ready()
-    cluster.logs = {
-        "p": "Adding server 'shared' [multiuser enabled]\nnamespace default: active thread percentage 10.00\n"
-    }
+    cluster = ready()
+    cluster.logs[MPSD_POD] = (
+        "Adding server 'shared' [multiuser enabled]\nnamespace default: active thread percentage 10.00\n"
+    )
     assert "mpsd-log" not in failing(cluster, AGENTS_GATE)
 
 
@@ -428,13 +406,12 @@ class FakeClock:
         self.time += seconds
 
 
+@dataclass
 class BecomesReady(FakeCluster):
     """No RuntimeClass until `after` seconds have passed on the clock."""
 
-    def __init__(self, clock: FakeClock, after: float) -> None:
-        ready = FakeCluster.ready()
-        super().__init__(**{f: copy.deepcopy(getattr(ready, f)) for f in ready.__dataclass_fields__})
-        self.clock, self.after = clock, after
+    clock: FakeClock = field(default_factory=FakeClock)
+    after: float = 0.0
 
     def list_runtime_classes(self) -> list[Json]:
         return super().list_runtime_classes() if self.clock.time >= self.after else []
@@ -442,7 +419,7 @@ class BecomesReady(FakeCluster):
 
 def test_the_wait_returns_once_the_step_holds_and_says_what_it_waited_for() -> None:
     clock, said = FakeClock(), list[str]()
-    results = wait_for_gate(BecomesReady(clock, after=100), OPERATOR_GATE, clock.clock(), said.append)
+    results = wait_for_gate(ready(BecomesReady(clock=clock, after=100)), OPERATOR_GATE, clock.clock(), said.append)
     assert all(r.passed for r in results)
     assert said[0].startswith("GPU Operator ready: waiting, 0s of 30 min: runtime-class: RuntimeClass nvidia not found")
     assert said[-1].startswith("GPU Operator ready: all 3 checks hold after 1 min 4")
@@ -453,7 +430,7 @@ def test_the_wait_returns_once_the_step_holds_and_says_what_it_waited_for() -> N
 @pytest.mark.parametrize("ready_at", [2.0, 2.6, 9.7])
 def test_a_step_ready_within_seconds_is_noticed_within_half_a_second(ready_at: float) -> None:
     clock = FakeClock()
-    wait_for_gate(BecomesReady(clock, after=ready_at), OPERATOR_GATE, clock.clock(), lambda _: None)
+    wait_for_gate(ready(BecomesReady(clock=clock, after=ready_at)), OPERATOR_GATE, clock.clock(), lambda _: None)
     assert ready_at <= clock.time <= ready_at + 0.5, f"ready at {ready_at} s, noticed at {clock.time:.2f} s"
 
 
@@ -468,7 +445,7 @@ def test_a_gate_that_never_holds_fails_naming_what_is_missing_the_key_and_the_wa
     clock = FakeClock()
     spec = GateSpec("gpu-operator", "gpu-operator", 120)
     with pytest.raises(GateTimedOut) as failed:
-        wait_for_gate(BecomesReady(clock, after=10**6), spec, clock.clock(), lambda _: None)
+        wait_for_gate(ready(BecomesReady(clock=clock, after=10**6)), spec, clock.clock(), lambda _: None)
     message = str(failed.value)
     assert message.startswith("GPU Operator ready: not after 2 min (gpuOperator.readyTimeoutSeconds is 120)")
     assert "the next step was not started" in message

@@ -10,6 +10,7 @@ from components.checks import teardown
 from components.checks.dynamic import report_failures_without_traceback
 from components.checks.teardown import PodsStillRunning, _PodsGoneProvider, wait_until_gone
 from components.vocabulary.kai import CHART_KEPT_QUEUES
+from tests.unit.fake_cluster import FakeCluster
 
 
 class Clock:
@@ -67,16 +68,13 @@ def test_a_reported_failure_reaches_the_operator_without_python_frames() -> None
 def test_destroy_deletes_what_the_kai_chart_keeps_whether_or_not_the_stack_owned_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    deleted: list[str] = []
-
-    class Cluster:
-        def delete_cluster_object(self, group: str, version: str, plural: str, name: str) -> bool:
-            deleted.append(f"{plural}.{group}/{version}/{name}")
-            return name != "default-queue"  # already gone: not an error
-
-    monkeypatch.setattr(teardown.KubeClient, "connect", classmethod(lambda cls, *_a, **_k: Cluster()))
+    cluster = FakeCluster()
+    # default-queue is already gone: deleting it is not an error.
+    kept = [{"metadata": {"name": n}} for n in CHART_KEPT_QUEUES if n != "default-queue"]
+    cluster.put("queues.scheduling.run.ai", *kept)
+    monkeypatch.setattr(teardown.KubeClient, "connect", classmethod(lambda cls, *_a, **_k: cluster))
     objects = [
         {"group": "scheduling.run.ai", "version": "v2", "plural": "queues", "name": n} for n in CHART_KEPT_QUEUES
     ]
     teardown._KeptObjectsProvider().delete("id", {"objects": objects, "kubeconfig": None, "context": None})
-    assert deleted == [f"queues.scheduling.run.ai/v2/{n}" for n in CHART_KEPT_QUEUES]
+    assert cluster.deleted_objects == [("scheduling.run.ai", "v2", "queues", n) for n in CHART_KEPT_QUEUES]

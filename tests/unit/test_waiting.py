@@ -11,7 +11,7 @@ import pytest
 
 from components.checks.host_access import PodPhases
 from components.checks.kube import POD_GONE_TIMEOUT_SECONDS, KubeClient, PodStillThere
-from components.checks.proof import ProofResult, retry, wait_for
+from components.checks.results import CheckResult, retry, wait_for
 from components.checks.waiting import Clock, Deadline, poll
 from tests.integration import conftest as integration
 
@@ -80,7 +80,7 @@ def test_wait_for_finds_nothing_once_its_deadline_has_passed() -> None:
 
 def test_retry_returns_the_first_passing_attempt() -> None:
     time = FakeTime()
-    result = retry(time.clock(), 60.0, lambda: ProofResult("c", time.t >= 0.5, "d"))
+    result = retry(time.clock(), 60.0, lambda: CheckResult("c", time.t >= 0.5, "d"))
     assert result.passed and time.t == 0.5
 
 

@@ -1,4 +1,4 @@
-"""Preflight's rows: every row of the build guide's "Cluster and Nodes" table, decided from facts.
+"""Preflight's decisions: every row of the build guide's "Cluster and Nodes" table, decided from facts.
 
 `evaluate` is pure: it turns ClusterFacts and what this stack will provide (Expectations) into one
 Finding per row and target. Rows that need the host are "not-checked" without host facts, never

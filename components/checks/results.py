@@ -1,18 +1,19 @@
-"""What every proof shares: its results, the cluster reads it needs, patient polling, and failing
-the update when a check does not hold."""
+"""What every check shares, the step gates' and the proofs': its result, their report, evidence
+that cannot be gathered failing its own check, patient polling, and failing the update when a check
+does not hold."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from components.checks.dynamic import ReportedFailure
 from components.checks.waiting import Clock, Deadline, poll
 
 
 @dataclass(frozen=True)
-class ProofResult:
+class CheckResult:
     check: str
     passed: bool
     detail: str
@@ -21,7 +22,8 @@ class ProofResult:
         return asdict(self)
 
 
-def format_proof(results: Iterable[ProofResult], title: str = "Proof") -> str:
+def format_results(results: Iterable[CheckResult], title: str = "Proof") -> str:
+    """A summary line, then each check with its verdict and detail."""
     results = list(results)
     passed = sum(r.passed for r in results)
     lines = [f"{title}: {passed} of {len(results)} checks passed"]
@@ -29,32 +31,8 @@ def format_proof(results: Iterable[ProofResult], title: str = "Proof") -> str:
     return "\n".join(lines)
 
 
-def failures(results: Iterable[ProofResult]) -> list[ProofResult]:
+def failures(results: Iterable[CheckResult]) -> list[CheckResult]:
     return [r for r in results if not r.passed]
-
-
-class ProofCluster(Protocol):
-    """The few reads and execs the proofs need, as plain JSON-shaped dicts."""
-
-    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
-
-    def list_pods(self, namespace: str, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]: ...
-
-    def exec(self, namespace: str, pod: str, container: str | None, command: list[str]) -> str: ...
-
-    def create_pod(self, namespace: str, manifest: dict[str, Any]) -> None: ...
-
-    def delete_pod(self, namespace: str, name: str, wait: bool = True) -> None: ...
-
-    def pod_logs(self, namespace: str, name: str, container: str | None = None) -> str: ...
-
-    def read_node(self, name: str) -> dict[str, Any] | None: ...
-
-    def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]: ...
-
-    def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> dict[str, Any] | None: ...
-
-    def events_for(self, namespace: str, name: str) -> list[str]: ...
 
 
 def default_container(pod: Mapping[str, Any]) -> str | None:
@@ -70,12 +48,12 @@ def phase(pod: Mapping[str, Any] | None) -> str | None:
     return str((pod.get("status") or {}).get("phase")) if pod else None
 
 
-def guarded(check: str, decide: Callable[[], ProofResult]) -> ProofResult:
+def guarded(check: str, decide: Callable[[], CheckResult]) -> CheckResult:
     """Evidence that cannot be gathered fails its check with the reason, instead of hiding the others."""
     try:
         return decide()
     except Exception as error:  # any API or exec failure is that check's failure
-        return ProofResult(check, False, f"could not gather the evidence: {error}")
+        return CheckResult(check, False, f"could not gather the evidence: {error}")
 
 
 def wait_for(clock: Clock, deadline: float, probe: Callable[[], Any]) -> Any:
@@ -83,16 +61,16 @@ def wait_for(clock: Clock, deadline: float, probe: Callable[[], Any]) -> Any:
     return poll(probe, lambda found: found is not None, Deadline(clock, deadline))
 
 
-def retry(clock: Clock, seconds: float, attempt: Callable[[], ProofResult]) -> ProofResult:
+def retry(clock: Clock, seconds: float, attempt: Callable[[], CheckResult]) -> CheckResult:
     """The first attempt that passes within `seconds`; else the last one, made on the deadline."""
     return poll(attempt, lambda result: result.passed, Deadline.after(seconds, clock))
 
 
-def raise_on_failure(kind: str, results: Sequence[ProofResult]) -> None:
+def raise_on_failure(kind: str, results: Sequence[CheckResult]) -> None:
     failed = failures(results)
     if failed:
         named = "; ".join(f"{r.check}: {r.detail}" for r in failed)
-        raise ProofFailed(f"{kind} failed {len(failed)} of {len(results)} checks: {named}\n{format_proof(results)}")
+        raise ProofFailed(f"{kind} failed {len(failed)} of {len(results)} checks: {named}\n{format_results(results)}")
 
 
 class ProofFailed(ReportedFailure):

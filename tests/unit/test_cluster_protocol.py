@@ -1,0 +1,58 @@
+"""One Protocol over the one Kubernetes adapter: the checks take a Cluster; KubeClient is one, and so
+is the unit tests' fake, call for call and signature for signature."""
+
+from __future__ import annotations
+
+import inspect
+
+from components.checks.cluster import Cluster
+from components.checks.kube import KubeClient
+from tests.unit.fake_cluster import FakeCluster, field_selected, selected
+
+# KubeClient's calls no check makes: how a client is made, and the `kubectl debug` dry run only the
+# integration tier's admission cases send.
+NOT_FOR_THE_CHECKS = {"connect", "dry_run_debug"}
+
+
+def calls(cls: type) -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(member)
+        for name, member in inspect.getmembers(cls, callable)
+        if not name.startswith("_") and name in vars(cls)
+    }
+
+
+def test_the_protocol_is_kube_clients_calls_with_their_signatures() -> None:
+    protocol, client = calls(Cluster), calls(KubeClient)
+    assert set(client) - set(protocol) == NOT_FOR_THE_CHECKS, "a KubeClient call the checks make is in Cluster"
+    assert {name: client[name] for name in protocol} == protocol
+
+
+def test_the_fake_answers_every_call_with_the_same_signature() -> None:
+    fake = calls(FakeCluster)
+    assert {name: fake[name] for name in calls(Cluster)} == calls(Cluster)
+
+
+def test_kube_client_and_the_fake_are_clusters() -> None:
+    clusters: list[Cluster] = [KubeClient(None), FakeCluster()]  # what mypy proves
+    assert len(clusters) == 2
+
+
+def test_the_fake_selects_by_labels_and_fields_as_the_api_server_does() -> None:
+    labels = {"app": "mpsd", "tier": "node"}
+    assert selected(labels, "") and selected(labels, "app=mpsd") and selected(labels, "app==mpsd,tier")
+    assert not selected(labels, "app=mpsd,tier!=node") and not selected(labels, "!tier") and not selected(labels, "x")
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "gpu-node-0"}}
+    assert field_selected(pod, "spec.nodeName=gpu-node-0,metadata.name=p")
+    assert not field_selected(pod, "spec.nodeName=gpu-node-1") and not field_selected(pod, "status.phase=Running")
+
+
+def test_the_fake_records_what_changes_the_cluster() -> None:
+    cluster = FakeCluster(created_phase="Running")
+    cluster.create_pod("default", {"metadata": {"name": "p", "labels": {"app": "x"}}, "spec": {"nodeName": "n"}})
+    assert cluster.list_pods("default", "app=x", "spec.nodeName=n")[0]["status"] == {"phase": "Running"}
+    cluster.delete_pod("default", "p")
+    assert (cluster.created_pods, cluster.deleted_pods, cluster.read_pod("default", "p")) == (["p"], ["p"], None)
+    cluster.put("queues.scheduling.run.ai", {"metadata": {"name": "q"}})
+    assert cluster.delete_cluster_object("scheduling.run.ai", "v2", "queues", "q")
+    assert not cluster.delete_cluster_object("scheduling.run.ai", "v2", "queues", "q"), "already gone"
