@@ -52,7 +52,7 @@ say "The tests' own control planes"
 # One control plane per pytest worker (instances test, test2, ...): each test module runs whole on
 # one worker (--dist loadfile), against its worker's cluster, so modules never see each other's
 # objects. KGF_TEST_WORKERS=1 runs everything on instance `test` alone.
-workers=${KGF_TEST_WORKERS:-2}
+workers=${KGF_TEST_WORKERS:-3}
 [[ $workers =~ ^[1-3]$ ]] || { say "KGF_TEST_WORKERS must be 1, 2 or 3, not '$workers'"; exit 2; }
 instances=(test test2 test3)
 instances=("${instances[@]:0:workers}")

@@ -1,7 +1,8 @@
 """Config keys stored as secrets, under the real engine: each top-level key is stored as a secret in
 turn (whole, as `pulumi config set --secret KEY JSON` stores it, and by one path), the stack is
 updated, and the exported state, the raw state files, the stack outputs and the update's own output
-are searched for the key's plaintext.
+are searched for the key's plaintext. This module holds the fork stack's rounds and what they share;
+test_secret_config_lab.py the lab stack's (a module each, so two workers run them side by side).
 
 Each key gets a value the program passes on (a probe): a string found anywhere in a string, or a
 number found as a number. `profile` has none ("fork" is in many names, and the graph itself shows
@@ -22,8 +23,6 @@ import pytest
 import yaml
 
 from tests.integration.conftest import leftovers
-from tests.integration.stand_ins import StandInQueueAccounting, isolator_webhook
-from tests.integration.test_dev_stack import dev_config
 from tests.integration.test_fork_stack import a100_config
 from tests.integration.workspace import PROJECT, Workspace
 
@@ -209,19 +208,4 @@ def test_each_top_level_key_of_the_fork_stack_stored_as_a_secret_stays_secret(
 def test_the_fork_stack_destroys_cleanly_after_the_rounds(fork_stack: tuple[Workspace, dict[str, Any]]) -> None:
     workspace, _ = fork_stack
     workspace.pulumi("destroy", "--yes", "--skip-preview", stack=FORK_STACK, timeout=900)
-    assert leftovers() == {}
-
-
-def test_each_top_level_key_of_the_lab_stack_stored_as_a_secret_stays_secret(tmp_path: Path) -> None:
-    workspace = Workspace.create(tmp_path)
-    config = dev_config()
-    config["cluster"] = {"kubeconfig": str(renamed_context_kubeconfig(tmp_path))}
-    config = with_keys(config, LAB_KEYS)
-    workspace.new_stack(LAB_STACK, config)
-    with isolator_webhook(tmp_path), StandInQueueAccounting("default-queue", gpu_memory_mib=40960):
-        try:
-            workspace.pulumi("up", "--yes", "--skip-preview", stack=LAB_STACK, timeout=1200)
-            check_each_key(workspace, LAB_STACK, config, LAB_KEYS)
-        finally:
-            workspace.pulumi("destroy", "--yes", "--skip-preview", stack=LAB_STACK, check=False, timeout=900)
     assert leftovers() == {}
