@@ -4,9 +4,9 @@
 #   unit and policy tests (Pulumi mocks, direct policy calls);
 #   the integration tier: the real Pulumi engine and providers against a local control plane.
 # Everything it needs is built or installed by the scripts it calls, and cached outside the repo.
-# The integration tier gets control planes of its own (instance `test`, and `test2` for a second
-# worker), made fresh for each run and removed afterwards: a deployment made with
-# scripts/deploy-local.sh is never touched. It prints the ten slowest tests.
+# The tests run on three pytest workers (KGF_TEST_WORKERS), each with a control plane of its own
+# (instances test, test2, test3), made fresh for each run and removed afterwards: a deployment made
+# with scripts/deploy-local.sh is never touched. It prints the ten slowest tests.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -k dev_stack`.
 set -euo pipefail
 
