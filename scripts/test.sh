@@ -14,6 +14,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 KGF_SCRIPT="test"
 cd "$KGF_REPO"
+workers=${KGF_TEST_WORKERS:-3}
+[[ $workers =~ ^[1-3]$ ]] || { say "KGF_TEST_WORKERS must be 1, 2 or 3 (pytest workers, a control plane each), not '$workers'"; exit 2; }
 
 say "Python environments"
 ensure_venv "$KGF_REPO/.venv" requirements-dev.txt requirements.txt policy/requirements.txt
@@ -52,8 +54,6 @@ say "The tests' own control planes"
 # One control plane per pytest worker (instances test, test2, ...): each test module runs whole on
 # one worker (--dist loadfile), against its worker's cluster, so modules never see each other's
 # objects. KGF_TEST_WORKERS=1 runs everything on instance `test` alone.
-workers=${KGF_TEST_WORKERS:-3}
-[[ $workers =~ ^[1-3]$ ]] || { say "KGF_TEST_WORKERS must be 1, 2 or 3, not '$workers'"; exit 2; }
 instances=(test test2 test3)
 instances=("${instances[@]:0:workers}")
 env_files=()
