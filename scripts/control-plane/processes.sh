@@ -5,7 +5,8 @@
 
 # pid_of NAME: print the pid of our running NAME, or fail. The pid file alone is
 # not enough: after a reboot or a crash the pid may belong to something else.
-# The stand-in operators are a Python module, known by their command line.
+# The stand-in operators are a Python module, known by their command line (tests.operators is its
+# name before it moved to standins/: a control plane started then is still stopped).
 pid_of() {
   local pidfile=$STATE/run/$1.pid pid cmdline argv0
   [[ -f $pidfile ]] || return 1
@@ -13,7 +14,7 @@ pid_of() {
   cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
   argv0=${cmdline%% *}
   if [[ $1 == kgf-stand-in-operators ]]; then
-    [[ $cmdline == *" -m standins.operators "* ]] || return 1
+    [[ $cmdline == *" -m standins.operators "* || $cmdline == *" -m tests.operators "* ]] || return 1
   else
     [[ ${argv0##*/} == "$1" ]] || return 1
   fi
