@@ -17,8 +17,8 @@ from components.checks.lab_decisions import (
 )
 from components.checks.results import CheckResult, guarded, phase, retry
 from components.checks.waiting import Clock
-from components.config.model import KaiConfig
 from components.vocabulary.kai import (
+    DEFAULT_NAMESPACE,
     DEFAULT_QUEUE,
     QUEUE_GROUP,
     QUEUE_PLURAL,
@@ -44,7 +44,7 @@ class LabSpec:
     namespace: str = "default"
     queue: str = DEFAULT_QUEUE
     # Where KAI's scheduler logs each queue's division; stacks proved before it was an input used the default.
-    kai_namespace: str = KaiConfig.model_fields["namespace"].default
+    kai_namespace: str = DEFAULT_NAMESPACE
     timeout_seconds: int = 300
 
 

@@ -27,7 +27,6 @@ from components.checks.cluster_facts import is_gpu_node, node_facts
 from components.checks.dynamic import ReportedFailure
 from components.checks.results import CheckResult, failures, format_results, guarded
 from components.checks.waiting import Clock, Deadline, poll
-from components.config.model import KaiConfig
 from components.vocabulary import fractioning, kai
 from components.vocabulary.fractions import FRACTION_ANNOTATION, POLICY_NAME
 from components.vocabulary.kai import DEFAULT_QUEUE
@@ -59,7 +58,7 @@ class GateSpec:
     timeout_seconds: int
     # KAI's namespace, which the gpu-fractioning gate names when kai-config does not see the agents;
     # stacks gated before it was an input used the default.
-    kai_namespace: str = KaiConfig.model_fields["namespace"].default
+    kai_namespace: str = kai.DEFAULT_NAMESPACE
     minimum_driver_major: int = MINIMUM_DRIVER_BRANCH
     runtime_class: str = RUNTIME_CLASS
     sharing_mode: str | None = None

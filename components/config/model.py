@@ -38,6 +38,7 @@ from components.config.types import (
     version_order,
 )
 from components.vocabulary.fractioning import NodeRuntime
+from components.vocabulary.kai import DEFAULT_NAMESPACE as KAI_NAMESPACE
 from components.vocabulary.kai import DEFAULT_QUEUE
 from components.vocabulary.nvidia import RUNTIME_CLASS
 
@@ -203,7 +204,7 @@ PUBLIC_KAI_CHART = ChartSource(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/
 
 
 class KaiConfig(Model):
-    namespace: DnsLabel = "kai-scheduler"
+    namespace: DnsLabel = KAI_NAMESPACE
     chart: ChartSource | None = Field(
         default=None,
         description="default: the fork checkout's chart (fork), or the public v0.17.0 chart (lab)",

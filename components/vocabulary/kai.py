@@ -37,6 +37,8 @@ DEPLOYMENTS = (
 )
 
 SCHEDULER_NAME = "kai-scheduler"
+# The namespace the guide installs KAI in: kai.namespace's default.
+DEFAULT_NAMESPACE = "kai-scheduler"
 PODGROUP_GROUP, PODGROUP_VERSION, PODGROUP_PLURAL = "scheduling.run.ai", "v2alpha2", "podgroups"
 
 
