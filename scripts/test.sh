@@ -74,6 +74,8 @@ export KGF_TEST_ENV_FILES="${env_files[*]}"
 
 say "Tests: unit, policy and integration"
 export KGF_ENGINE_VENV=$KGF_STATE_DIR/engine-venv
+# Modules go longest first by the last run's times, kept in the cache (tests/module_order.py).
 parallel=()
-((workers == 1)) || parallel=(-n "$workers" --dist loadfile)
-.venv/bin/python -m pytest -m "integration or not integration" "${parallel[@]}" --durations=10 "$@"
+((workers == 1)) || parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
+.venv/bin/python -m pytest -m "integration or not integration" "${parallel[@]}" \
+	--module-times="$KGF_CACHE/test-module-times.json" --durations=10 "$@"

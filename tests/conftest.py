@@ -1,5 +1,6 @@
 """Parallel workers: scripts/test.sh starts one control plane per pytest worker and names each one's
-environment file in KGF_TEST_ENV_FILES; a worker points itself at its own before any test runs."""
+environment file in KGF_TEST_ENV_FILES; a worker points itself at its own before any test runs.
+The order the workers take the modules in is tests/module_order.py's."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import shlex
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ("tests.module_order",)
 
 
 def worker_environment(env_files: str, worker: str) -> dict[str, str]:
