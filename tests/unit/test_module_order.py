@@ -90,7 +90,9 @@ def test_modules_run_in_the_recorded_order_and_an_unknown_integration_module_fir
     ]
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]], ids=["alone", "xdist"])
+@pytest.mark.parametrize(
+    "workers", [[], ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]], ids=["alone", "xdist"]
+)
 def test_a_whole_run_records_every_modules_time_and_keeps_the_others(tmp_path: Path, workers: list[str]) -> None:
     root = suite(tmp_path)
     times = tmp_path / "cache" / "times.json"
