@@ -5,7 +5,7 @@
 KGF_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Built binaries and the full logs of every build; shared by all checkouts on the machine.
 KGF_CACHE=${KGF_CACHE:-$HOME/.cache/kai-gpu-fractions}
-# This checkout's own state: virtualenvs, control planes, the local stack's backend.
+# This checkout's own state: control planes, the local stack's backend, links to its virtualenvs.
 KGF_STATE_DIR=${KGF_STATE_DIR:-$KGF_REPO/.state}
 KGF_PYTHON=$(command -v python3.11 || command -v python3)
 
@@ -58,13 +58,25 @@ make_venv() {
 	"$venv/bin/pip" install --disable-pip-version-check --progress-bar off "${@/#/--requirement=}"
 }
 
-# ensure_venv VENV REQUIREMENT_FILE...: creates or refreshes VENV when its requirement files change.
+# ensure_venv VENV REQUIREMENT_FILE...: VENV as a link to a virtualenv in the cache, made once for
+# each Python and set of requirements (by their hash) and shared by every checkout on the machine,
+# so a fresh clone makes none. Nothing installs into one after it is made. A VENV that is a
+# directory of its own (made by hand, or by an older checkout) is replaced by the link.
 ensure_venv() {
-	local venv=$1 stamp
-	stamp=$(cat "${@:2}" | sha256sum | cut -c1-16)
-	[[ "$(cat "$venv/.requirements" 2>/dev/null)" != "$stamp" ]] || return 0
-	phase "" "Python environment ${venv#"$KGF_REPO"/}" "1-2 min" "$KGF_CACHE/logs/venv-${venv##*/}.log" make_venv "$@"
-	echo "$stamp" >"$venv/.requirements"
+	local venv=$1 name=${1##*/} stamp cached
+	stamp=$({ "$KGF_PYTHON" -VV; cat "${@:2}"; } | sha256sum | cut -c1-16)
+	cached=$KGF_CACHE/venvs/${name#.}-$stamp
+	mkdir -p "$KGF_CACHE/venvs"
+	(
+		# Two checkouts making the same one at once: the second waits, then finds it made.
+		flock 9
+		[[ -f $cached/.requirements ]] && exit 0
+		phase "" "Python environment ${venv#"$KGF_REPO"/}" "1-2 min" "$KGF_CACHE/logs/venv-${venv##*/}.log" \
+			make_venv "$cached" "${@:2}"
+		echo "$stamp" >"$cached/.requirements"
+	) 9>"$KGF_CACHE/venvs/.lock"
+	[[ -L $venv || ! -e $venv ]] || rm -rf "$venv"
+	ln -sfn "$cached" "$venv"
 }
 
 # ensure_engine_venv: the virtualenv the Pulumi engine runs the program and the policy pack in.

@@ -22,6 +22,8 @@ ensure_venv "$KGF_REPO/.venv" requirements-dev.txt requirements.txt policy/requi
 ensure_engine_venv
 
 say "Lint and type checks"
+# mypy's cache checks each file's hash, so one cache serves every checkout.
+export MYPY_CACHE_DIR=$KGF_CACHE/mypy
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --quiet --check .
 .venv/bin/mypy components tests benchmarks tools standins __main__.py
