@@ -7,13 +7,15 @@ import os
 import shutil
 import signal
 import subprocess
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from components.checks.waiting import Clock, Deadline, poll
 from tests.integration import processes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -170,10 +172,9 @@ def kubectl_json(*args: str) -> Any:
     return json.loads(kubectl(*args, "-o", "json").stdout)
 
 
-def wait_until(condition: Any, timeout: float, what: str, interval: float = 1.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+def wait_until(
+    condition: Callable[[], object], timeout: float, what: str, interval: float = 1.0, clock: Clock | None = None
+) -> None:
+    """Looks every `interval` seconds until `condition` holds; fails the test after `timeout`."""
+    if not poll(condition, bool, Deadline.after(timeout, clock), repeat(interval)):
+        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")

@@ -14,6 +14,7 @@ from components.checks.kube import POD_GONE_TIMEOUT_SECONDS, KubeClient, PodStil
 from components.checks.results import CheckResult, retry, wait_for
 from components.checks.waiting import Clock, Deadline, poll
 from tests.integration import conftest as integration
+from tests.integration.workspace import wait_until
 
 
 @dataclass
@@ -183,3 +184,16 @@ def test_leftovers_still_there_after_the_wait_are_reported(monkeypatch: pytest.M
     monkeypatch.setattr(integration, "_leftovers", lambda: {"namespaces": ["kai-scheduler"]})
     assert integration.leftovers(60, time.clock()) == {"namespaces": ["kai-scheduler"]}
     assert time.t == 60 and set(time.sleeps) == {2.0}
+
+
+def test_a_tests_wait_returns_once_its_condition_holds() -> None:
+    time, looks = FakeTime(), iter([False, False, True])
+    wait_until(lambda: next(looks), 30, "the release", clock=time.clock())
+    assert time.sleeps == [1.0, 1.0]
+
+
+def test_a_tests_wait_fails_at_its_deadline_naming_what_it_waited_for() -> None:
+    time = FakeTime()
+    with pytest.raises(AssertionError, match="timed out after 30s waiting for the release"):
+        wait_until(lambda: False, 30, "the release", clock=time.clock())
+    assert time.t == 30
