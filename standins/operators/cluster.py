@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 Json = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -70,6 +71,21 @@ class Cluster:
 
 def name_of(obj: Mapping[str, Any]) -> str:
     return str(obj["metadata"]["name"])
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def webhooks_off_the_machine(configuration: Mapping[str, Any]) -> list[str]:
+    """Each webhook of a webhook configuration that the API server would call anywhere but on
+    loopback: through a Service (its cluster IP routes off the machine) or at a URL of another host."""
+    found = []
+    for webhook in configuration.get("webhooks") or []:
+        client = webhook.get("clientConfig") or {}
+        host = urlsplit(client.get("url") or "").hostname
+        if client.get("service") or host not in LOOPBACK_HOSTS:
+            found.append(f"{name_of(configuration)}/{webhook['name']}: {client.get('service') or host}")
+    return found
 
 
 def deleting(obj: Mapping[str, Any]) -> bool:

@@ -9,7 +9,8 @@ reserved but not listening, so the API server's call is refused, as for a Servic
 
 One difference, so that traffic stays on this machine: each webhook is called at
 `https://127.0.0.1:<port><path>` with the stand-in's own CA, instead of through its Service, whose
-cluster IP routes off the machine. The queue webhook refuses a Queue without `spec.resources` in
+cluster IP routes off the machine; a configuration that would still call off it is not registered
+at all. The queue webhook refuses a Queue without `spec.resources` in
 upstream's words (`pkg/apis/scheduling/v2/queue_webhook.go`); the pod and PodGroup webhooks admit
 everything (KAI's admission plugins' checks of GPU-sharing pods are not replayed).
 """
@@ -28,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from standins.operators.cluster import Cluster, FirstSeen, Json, name_of, owned_by, path
+from standins.operators.cluster import Cluster, FirstSeen, Json, name_of, owned_by, path, webhooks_off_the_machine
 from standins.operators.knobs import Knobs
 
 RECORDED = Path(__file__).parents[1] / "upstream/kai-scheduler/webhook-configurations.yaml"
@@ -129,6 +130,8 @@ class KaiWebhooks:
         """What the operator does in the reconcile that creates the Deployments."""
         for recorded in recorded_configurations():
             body = self.configuration(recorded, config, namespace)
+            if off := webhooks_off_the_machine(body):
+                raise RuntimeError(f"not registered, the API server would call off this machine: {'; '.join(off)}")
             url = path("admissionregistration.k8s.io/v1", f"{recorded['kind'].lower()}s")
             existing = cluster.get(f"{url}/{name_of(body)}")
             if existing is None:

@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import repeat
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 from components.checks.waiting import Clock, Deadline, poll
 from standins.operators.cluster import name_of
+from standins.operators.cluster import webhooks_off_the_machine as off_the_machine
 from standins.operators.gpu_fractioning import RECORD
 from standins.operators.kai_webhooks import recorded_configurations
 from standins.operators.knobs import CONFIGMAP, NAMESPACE
@@ -63,23 +63,15 @@ def fresh_gpu_node() -> Iterator[None]:
     assert webhooks_off_the_machine() == []
 
 
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-
-
 def webhooks_off_the_machine() -> list[str]:
     """Every webhook registered in the test cluster that the API server would call anywhere but on
-    loopback: through a Service (its cluster IP routes off the machine) or at a URL of another host."""
-    found = []
-    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
-        for configuration in kubectl_json("get", kind)["items"]:
-            for webhook in configuration.get("webhooks") or []:
-                client = webhook.get("clientConfig") or {}
-                host = urlsplit(client.get("url") or "").hostname
-                if client.get("service") or host not in LOOPBACK_HOSTS:
-                    found.append(
-                        f"{configuration['metadata']['name']}/{webhook['name']}: {client.get('service') or host}"
-                    )
-    return found
+    loopback (standins.operators.cluster.webhooks_off_the_machine)."""
+    return [
+        found
+        for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+        for configuration in kubectl_json("get", kind)["items"]
+        for found in off_the_machine(configuration)
+    ]
 
 
 def reset_gpu_node() -> None:

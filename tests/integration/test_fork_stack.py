@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from components.vocabulary.fractions import POLICY_NAME
-from tests.integration.conftest import NODE, leftovers, mpsd_stops
+from tests.integration.conftest import NODE, leftovers, mpsd_stops, webhooks_off_the_machine
 from tests.integration.workspace import (
     REPO,
     Workspace,
@@ -133,6 +133,9 @@ def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
         assert live["spec"]["runtimeClassName"] == "nvidia"
     secret = kubectl_json("-n", "kai-scheduler", "get", "secret", "kai-fork-registry")
     assert secret["type"] == "kubernetes.io/dockerconfigjson"
+    registered = kubectl("get", "validatingwebhookconfigurations", "-o", "name").stdout.split()
+    assert "validatingwebhookconfiguration.admissionregistration.k8s.io/kai-queue-validation-v2" in registered
+    assert webhooks_off_the_machine() == [], "KAI's webhooks are registered, each called on loopback"
 
 
 def is_default_provider(resource: dict[str, Any]) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from standins.operators.cluster import Cluster, Json, webhooks_off_the_machine
 from standins.operators.kai_webhooks import MISSING_RESOURCES, QUEUE_PATH, KaiWebhooks, recorded_configurations
 
 CONFIG = {"apiVersion": "kai.scheduler/v1", "kind": "Config", "metadata": {"name": "kai-config", "uid": "u-1"}}
@@ -58,3 +59,53 @@ def test_registered_configurations_keep_upstream_rules_and_call_loopback_only(tm
                 assert selector["values"] == ["kube-system", "kai-system"], "KAI's own namespace is skipped"
         if recorded["metadata"]["name"].endswith("kai-admission"):
             assert body["webhooks"][0]["name"] == "admission.kai-system.svc"
+
+
+class RecordingCluster(Cluster):
+    """Remembers what the stand-in would create; nothing is registered yet."""
+
+    def __init__(self) -> None:
+        self.created: list[Json] = []
+
+    def get(self, url: str) -> Json | None:
+        return None
+
+    def create(self, url: str, body: Json) -> None:
+        self.created.append(body)
+
+
+def test_every_recorded_webhook_calls_a_service_and_none_of_the_registered_ones_does(tmp_path: Path) -> None:
+    recorded = recorded_configurations()
+    off = [found for configuration in recorded for found in webhooks_off_the_machine(configuration)]
+    assert len(off) == sum(len(c["webhooks"]) for c in recorded) and all("'namespace'" in f for f in off)
+    cluster = RecordingCluster()
+    KaiWebhooks(tmp_path).register(cluster, CONFIG, "kai-system")
+    assert len(cluster.created) == len(recorded)
+    assert [found for body in cluster.created for found in webhooks_off_the_machine(body)] == []
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        {"service": {"namespace": "kai-scheduler", "name": "admission", "path": "/mutate--v1-pod"}},
+        {"url": "https://10.96.0.12:443/mutate--v1-pod"},
+        {"url": "https://admission.kai-scheduler.svc/mutate--v1-pod"},
+        {},
+    ],
+    ids=["service", "cluster-ip", "service-dns-name", "nothing"],
+)
+def test_a_webhook_that_would_leave_the_machine_is_never_registered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: Json
+) -> None:
+    webhooks, cluster = KaiWebhooks(tmp_path), RecordingCluster()
+    build = webhooks.configuration
+
+    def leaving(recorded: Json, config: Json, namespace: str) -> Json:
+        body = build(recorded, config, namespace)
+        body["webhooks"][-1]["clientConfig"] = client
+        return body
+
+    monkeypatch.setattr(webhooks, "configuration", leaving)
+    with pytest.raises(RuntimeError, match="not registered, the API server would call off this machine"):
+        webhooks.register(cluster, CONFIG, "kai-system")
+    assert cluster.created == []
