@@ -64,14 +64,15 @@ make_venv() {
 # directory of its own (made by hand, or by an older checkout) is replaced by the link.
 ensure_venv() {
 	local venv=$1 name=${1##*/} stamp cached
+	name=${name#.}
 	stamp=$({ "$KGF_PYTHON" -VV; cat "${@:2}"; } | sha256sum | cut -c1-16)
-	cached=$KGF_CACHE/venvs/${name#.}-$stamp
+	cached=$KGF_CACHE/venvs/$name-$stamp
 	mkdir -p "$KGF_CACHE/venvs"
 	(
 		# Two checkouts making the same one at once: the second waits, then finds it made.
 		flock 9
 		[[ -f $cached/.requirements ]] && exit 0
-		phase "" "Python environment ${venv#"$KGF_REPO"/}" "1-2 min" "$KGF_CACHE/logs/venv-${venv##*/}.log" \
+		phase "" "Python environment ${venv#"$KGF_REPO"/}" "1-2 min" "$KGF_CACHE/logs/venv-$name.log" \
 			make_venv "$cached" "${@:2}"
 		echo "$stamp" >"$cached/.requirements"
 	) 9>"$KGF_CACHE/venvs/.lock"
