@@ -1,4 +1,5 @@
-"""Which fork images a stack deploys and builds: the shared discovery of the fork tag policies.
+"""Which fork images a stack deploys: the shared discovery of the fork tag policies (what it builds:
+fork_builds.py).
 
 A KAI or gpu-fractioning install is a v3 Release (its values, over a local chart's defaults), a v4
 Chart (the kai-config Config and the workloads it renders) or a kai-config Config the stack declares
@@ -13,30 +14,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pulumi_policy import PolicyResource
-from pulumi_policy.proxy import UnknownValueError
 
 from .facts import FIPS_OFF, FIPS_TAG_SUFFIX, IMAGE_ENV_SUFFIXES, KAI_CONFIG, NODE_AGENT_IMAGES
 from .kube import is_list, pod_view, registry_base, split_image_reference
-from .props import UNKNOWN, Unknown, elements, keys, peek
+from .props import UNKNOWN, Unknown, peek
 from .releases import Component, Release, RenderedChart, chart_of, is_chart_child, releases, rendered_charts
 
-BUILD_COMMAND = "command:local:Command"
-DOCKER_BUILD_IMAGE = "docker-build:index:Image"
-DOCKER_IMAGE = "docker:index/image:Image"
-# The fork Makefiles take DOCKER_REPO_BASE plus DOCKER_TAG (KAI-Scheduler) or VERSION (gpu-fractioning).
-BUILD_TAG_VARIABLES = ("DOCKER_TAG", "VERSION")
 NVFRACTIONS = "NvFractions"
 DIGEST_PREFIX = "sha256:"
 
 
-def _text(value: Any) -> Any:
+def known_text(value: Any) -> Any:
     """A known value as text, leaving None and UNKNOWN alone."""
     return value if value is None or isinstance(value, Unknown) else str(value)
 
 
 def _base(repository: Any, depth: int) -> Any:
     """The registry base of a repository value; None when it is unset, so the chart uses its default."""
-    repository = _text(repository)
+    repository = known_text(repository)
     if isinstance(repository, Unknown):
         return UNKNOWN
     return registry_base(repository, depth) if repository else None
@@ -140,14 +135,14 @@ def _kai_release_images(release: Release, fips: bool | Unknown) -> Iterator[Depl
         urn=release.urn,
         owner=owner,
         tag_key="global.tag",
-        tag=_text(release.value("global.tag")),
+        tag=known_text(release.value("global.tag")),
         repository_key="global.registry",
         base=global_base,
         fips=fips,
         explicit=not release.is_default("global.tag"),
     )
     for block in _image_blocks(release):
-        tag = _text(release.value(f"{block}.tag"))
+        tag = known_text(release.value(f"{block}.tag"))
         registry_key = next(
             (
                 f"{block}.{key}"
@@ -162,7 +157,7 @@ def _kai_release_images(release: Release, fips: bool | Unknown) -> Iterator[Depl
             urn=release.urn,
             owner=owner,
             tag_key=f"{block}.tag" if tag not in (None, "") else "global.tag",
-            tag=tag if tag not in (None, "") else _text(release.value("global.tag")),
+            tag=tag if tag not in (None, "") else known_text(release.value("global.tag")),
             repository_key=registry_key or "global.registry",
             base=_base(release.value(registry_key), 1) if registry_key else global_base,
             fips=fips,
@@ -180,7 +175,7 @@ def _fractioning_release_images(release: Release, fips: bool | Unknown) -> Itera
             urn=release.urn,
             owner=owner,
             tag_key=f"{key}.tag",
-            tag=_text(release.value(f"{key}.tag")),
+            tag=known_text(release.value(f"{key}.tag")),
             repository_key=f"{key}.repository",
             base=_base(release.value(f"{key}.repository"), 2),
             fips=fips,
@@ -220,7 +215,7 @@ def _config_images(config: PolicyResource, owner: str) -> Iterator[DeployedImage
             urn=config.urn,
             owner=owner,
             tag_key=f"{key}.tag",
-            tag=_text(peek(image, "tag")),
+            tag=known_text(peek(image, "tag")),
             repository_key=f"{key}.repository",
             base=_base(peek(image, "repository"), 1),
             explicit=False,
@@ -265,7 +260,7 @@ def _env_images(resource: PolicyResource, owner: str, where: str, container: Any
             urn=resource.urn,
             owner=owner,
             tag_key=f"{prefix}{tag_suffix} of {where}",
-            tag=_text(env.get(f"{prefix}{tag_suffix}")),
+            tag=known_text(env.get(f"{prefix}{tag_suffix}")),
             repository_key=f"{variable} of {where}",
             base=_base(env[variable], 2),
             explicit=False,
@@ -320,66 +315,3 @@ def stack_runs_forks(installs: Sequence[ForkInstall]) -> bool | Unknown:
     if any(install.fork_mode is True for install in installs):
         return True
     return UNKNOWN if any(isinstance(install.fork_mode, Unknown) for install in installs) else False
-
-
-@dataclass(frozen=True)
-class Builds:
-    """What the stack builds for the forks: tags (None when one is unknown) and registry bases."""
-
-    tags: set[str] | None
-    bases: set[str]
-
-
-def _image_references(resource: PolicyResource) -> list[Any]:
-    if resource.resource_type == DOCKER_IMAGE:
-        return [peek(resource.props, "imageName")]
-    try:
-        return elements(resource.props, "tags")
-    except UnknownValueError:
-        return [UNKNOWN]
-
-
-def _built_references(resource: PolicyResource) -> Iterator[tuple[Any, Any]]:
-    """(repository, tag) of what a build resource pushes; a Makefile command's repository is None."""
-    if resource.resource_type == BUILD_COMMAND:
-        variables = keys(resource.props, "environment")
-        if "DOCKER_REPO_BASE" in variables:
-            for variable in BUILD_TAG_VARIABLES:
-                if variable in variables:
-                    yield None, _text(peek(resource.props, "environment", variable))
-    elif resource.resource_type in (DOCKER_BUILD_IMAGE, DOCKER_IMAGE):
-        for reference in _image_references(resource):
-            if isinstance(reference, Unknown):
-                yield UNKNOWN, UNKNOWN
-            elif reference:
-                yield split_image_reference(str(reference))
-
-
-def _built_bases(resources: Sequence[PolicyResource]) -> set[str]:
-    """Where the fork Makefiles push: DOCKER_REPO_BASE is <registry>/kai-scheduler or
-    <registry>/kai-gpu-fractioning, so the registry base is that less its last segment."""
-    bases = set()
-    for resource in resources:
-        if resource.resource_type == BUILD_COMMAND:
-            repo_base = peek(resource.props, "environment", "DOCKER_REPO_BASE")
-            if isinstance(repo_base, str) and repo_base:
-                bases.add(registry_base(repo_base, 1))
-    return bases
-
-
-def builds(resources: Sequence[PolicyResource], deployed_bases: set[str]) -> Builds:
-    """Fork Makefile commands always count; a generic image counts when it is pushed under a registry
-    base the forks deploy from (or its reference is unknown), so a team's app images do not."""
-    built: set[str] | None = set()
-    for resource in resources:
-        for repository, tag in _built_references(resource):
-            counts = (
-                repository is None
-                or isinstance(repository, Unknown)
-                or repository.startswith(tuple(f"{base}/" for base in deployed_bases))
-            )
-            if counts and isinstance(tag, Unknown):
-                built = None
-            elif counts and tag and built is not None:
-                built.add(tag)
-    return Builds(built, _built_bases(resources))

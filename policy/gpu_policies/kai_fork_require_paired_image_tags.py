@@ -9,7 +9,8 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationPolicy
 
 from .facts import FIPS_OFF
-from .fork_images import Builds, DeployedImage, ForkInstall, builds, fork_installs, stack_runs_forks
+from .fork_builds import Builds, builds
+from .fork_images import DeployedImage, ForkInstall, fork_installs, stack_runs_forks
 from .kai_fork_require_explicit_image_tags import NOT_APPLICABLE
 from .props import NotApplicable, Unknown, Violation, quoted, stack_validation
 from .releases import Component
