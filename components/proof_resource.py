@@ -1,9 +1,9 @@
 """Where stacks last updated before the package layout find their proofs' providers.
 
 Pulumi pickles a dynamic resource's provider into the state by module and class name and loads it
-from there on refresh and destroy. Any `pulumi up` since rewrites it to components.checks.
+from there on refresh and destroy.
 """
 
-from components.checks.proof_resources import GpusAllocatableProvider, LabProofProvider, SmokeProofProvider
+from components.proofs.resources import GpusAllocatableProvider, LabProofProvider, SmokeProofProvider
 
 __all__ = ["GpusAllocatableProvider", "LabProofProvider", "SmokeProofProvider"]

@@ -14,17 +14,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.checks.dynamic import ClusterAccess
-from components.checks.lab_proof import AllocatableSpec, LabSpec
-from components.checks.preflight import PreflightSpec, run_preflight
-from components.checks.preflight_decisions import Expectations
-from components.checks.proof_resources import GpusAllocatable, LabProof, SmokeProof, StepGate
-from components.checks.smoke_proof import SMOKE_POD_NAMES, SmokeSpec
-from components.checks.step_gates import PROBE_NAMESPACE, GateSpec, Step
+from components.cluster.engine import ClusterAccess
 from components.config.model import StackConfig, is_kubeconfig_contents
 from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
 from components.forks.registry import RegistryCredentials
 from components.forks.supply import fork_images, fork_source
+from components.gates.spec import PROBE_NAMESPACE, GateSpec, Step
+from components.gates.steps import StepGate
 from components.gpu_cluster.fraction_admission import FractionAdmission
 from components.gpu_cluster.gpu_fractioning import GpuFractioning, gpu_fractioning_values
 from components.gpu_cluster.gpu_operator import GpuOperator
@@ -35,6 +31,11 @@ from components.lab.isolator import Isolator
 from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, SHARED_POD, LabPods
 from components.lab.nvml_mock import NvmlMock
 from components.lab.queues import LabQueues
+from components.preflight.decisions import Expectations
+from components.preflight.run import PreflightSpec, run_preflight
+from components.proofs.lab import AllocatableSpec, LabSpec
+from components.proofs.resources import GpusAllocatable, LabProof, SmokeProof
+from components.proofs.smoke import SMOKE_POD_NAMES, SmokeSpec
 from components.vocabulary.fractioning import mpsd_memory_limit_mib, nri_socket_path
 from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH
 

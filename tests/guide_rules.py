@@ -19,9 +19,9 @@ from typing import Any, Literal, get_args
 
 import yaml
 
-from components.checks.smoke_proof import smoke_pod_manifest
 from components.config.model import GPU_PROFILES, SmokeTestConfig
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
+from components.proofs.smoke import smoke_pod_manifest
 
 Enforcer = Literal["pack", "admission"]
 ENFORCERS: tuple[Enforcer, ...] = get_args(Enforcer)

@@ -1,2 +1,5 @@
-"""What the program reads back from the cluster: preflight before anything registers, waits and
-proofs after, as dynamic resources, all through one Kubernetes client adapter."""
+"""Where stacks last updated before the checks were split by job find their dynamic resources'
+providers. Pulumi pickles a provider into the state by module and class name, and a resource keeps
+the path it was created with; refresh and destroy load it from there. Nothing in the program imports
+this package: tests/unit/test_provider_paths.py loads every recorded path.
+"""

@@ -1,5 +1,5 @@
 """The one Kubernetes client adapter: every read, exec and pod the checks need, as the API's own JSON.
-The checks take it as a `Cluster` (components/checks/cluster.py).
+The checks take it as a `Cluster` (components/cluster/protocol.py).
 
 A missing object reads as None and a kind the cluster does not serve lists as empty; any other API
 error raises. The kubernetes package is imported when a client is made, so programs that never
@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from components.checks.cluster import POD_GONE_TIMEOUT_SECONDS, Json
-from components.checks.waiting import Clock, Deadline, poll
-from components.config.model import is_kubeconfig_contents
+from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Json
+from components.cluster.waiting import Clock, Deadline, poll
+from components.config.types import is_kubeconfig_contents
 
 
 class PodStillThere(TimeoutError):

@@ -1,17 +1,24 @@
-"""What the dynamic resources that read the cluster themselves (proofs, waits) share: their cluster
-access as inputs, their spec as inputs, and failures reported as findings rather than crashes."""
+"""How a check runs inside the Pulumi engine: as a dynamic resource whose inputs are its cluster
+access and its spec, whose outputs are its results and report, and whose failures reach the
+operator as findings rather than crashes. The gates, the proofs and the teardown waits stand on it.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import sys
 import traceback
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pulumi
-from pydantic import TypeAdapter
+from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+from pydantic import TypeAdapter, ValidationError
+
+from components.cluster.client import KubeClient
+from components.cluster.results import CheckResult, ReportedFailure, format_results, raise_on_failure
 
 Spec = TypeVar("Spec")
 
@@ -50,11 +57,6 @@ def with_secret_kubeconfig(opts: pulumi.ResourceOptions | None) -> pulumi.Resour
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]))
 
 
-class ReportedFailure(Exception):
-    """A finding for the operator (a failed proof, pods that did not stop), not a bug: the dynamic
-    provider server reports it as its message alone."""
-
-
 def report_failures_without_traceback() -> None:
     """The dynamic provider server answers every exception with `traceback.format_exc()`, so a
     failed proof would reach the operator under a dozen lines of Python frames (pulumi/pulumi#10416).
@@ -69,3 +71,68 @@ def report_failures_without_traceback() -> None:
 
     format_exc.reports_failures_plainly = True  # type: ignore[attr-defined]
     traceback.format_exc = format_exc
+
+
+# Inputs that do not change what is checked; everything else runs the check again when it changes.
+_UNCHECKED_KEYS = ACCESS_KEYS | {"results", "report"}
+
+
+class CheckProvider(ResourceProvider):
+    """Runs a check on create and on every update whose inputs ask for something new; fails the
+    update naming each check that does not hold. Subclasses name their spec type and `check`."""
+
+    kind: ClassVar[str] = "proof"
+    report_title: ClassVar[str] = "Proof"
+    spec_type: ClassVar[type[Any]]
+
+    def verify(self, cluster: KubeClient, spec: Any) -> list[CheckResult]:
+        raise NotImplementedError
+
+    def _run(self, props: dict[str, Any]) -> dict[str, Any]:
+        cluster = KubeClient.connect(props.get("kubeconfig"), props.get("context"))
+        results = self.verify(cluster, spec_from_props(self.spec_type, props))
+        raise_on_failure(self.kind, results)
+        return {
+            **props,
+            "results": [r.to_dict() for r in results],
+            "report": format_results(results, self.report_title),
+        }
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(id_=uuid.uuid4().hex, outs=self._run(props))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=self._run(news))
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        old, new = self._asked(olds), self._asked(news)
+        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
+
+    def _asked(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """What the inputs ask to check: a spec field added since the last update reads as its
+        default, so it runs the check again only when it asks for something else."""
+        asked = {k: v for k, v in props.items() if k not in _UNCHECKED_KEYS}
+        try:
+            spec = spec_from_props(self.spec_type, props)
+        except ValidationError:  # an input still unknown in a preview: compared as it is
+            return asked
+        return {**asked, **spec_props(spec)}
+
+
+class CheckResource(Resource):
+    results: pulumi.Output[list[dict[str, Any]]]
+    report: pulumi.Output[str]
+
+    def __init__(
+        self,
+        provider: CheckProvider,
+        name: str,
+        spec: Any,
+        access: ClusterAccess,
+        opts: pulumi.ResourceOptions | None,
+        **extra: Any,
+    ) -> None:
+        # The outputs start empty.
+        props = cluster_props(access, **spec_props(spec), **extra, results=None, report=None)
+        super().__init__(provider, name, props, with_secret_kubeconfig(opts))

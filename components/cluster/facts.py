@@ -1,5 +1,5 @@
 """What preflight knows of the cluster: node and cluster facts read from the Kubernetes API, and the
-host facts a node access found (components/checks/host_check.py).
+host facts a node access found (components/preflight/host_check.py).
 
 The API tells node labels, nodeInfo, allocatable resources, RuntimeClasses, the GPU Operator's
 ClusterPolicy and the caller's own rights. The driver, MPS, Fabric Manager and the NRI socket live on
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from components.checks.cluster import Cluster
+from components.cluster.protocol import Cluster
 from components.vocabulary.nvidia import (
     CLUSTER_POLICY_GROUP,
     CLUSTER_POLICY_PLURAL,

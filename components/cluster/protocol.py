@@ -1,4 +1,4 @@
-"""The cluster as the checks see it: the Protocol they take KubeClient (components/checks/kube.py)
+"""The cluster as the checks see it: the Protocol they take KubeClient (components/cluster/client.py)
 by, so that a test's fake cluster stands where it does."""
 
 from __future__ import annotations

@@ -8,8 +8,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from components.checks.dynamic import ReportedFailure
-from components.checks.waiting import Clock, Deadline, poll
+from components.cluster.waiting import Clock, Deadline, poll
+
+
+class ReportedFailure(Exception):
+    """A finding for the operator (a failed proof, pods that did not stop), not a bug: the dynamic
+    provider server reports it as its message alone."""
 
 
 @dataclass(frozen=True)

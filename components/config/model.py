@@ -11,7 +11,16 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from components.config.types import (
@@ -21,7 +30,6 @@ from components.config.types import (
     Directory,
     DnsLabel,
     DnsSubdomain,
-    DriverVersion,
     GitRepository,
     HttpUrl,
     Image,
@@ -33,6 +41,8 @@ from components.config.types import (
     Repository,
     Switch,
     Text,
+    driver_version,
+    is_kubeconfig_contents,
     oci_chart_problem,
     uses_v_prefix,
     version_order,
@@ -40,7 +50,9 @@ from components.config.types import (
 from components.vocabulary.fractioning import NodeRuntime
 from components.vocabulary.kai import DEFAULT_NAMESPACE as KAI_NAMESPACE
 from components.vocabulary.kai import DEFAULT_QUEUE
-from components.vocabulary.nvidia import RUNTIME_CLASS
+from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH, RUNTIME_CLASS
+
+DriverVersion = Annotated[str, Strict(), driver_version(MINIMUM_DRIVER_BRANCH)]
 
 
 class Model(BaseModel):
@@ -274,10 +286,6 @@ def _kubeconfig(value: str) -> str:
         except RuntimeError:
             raise ValueError(f"names a home directory this machine does not have ({value.split('/', 1)[0]})") from None
     return value
-
-
-def is_kubeconfig_contents(value: str) -> bool:
-    return "\n" in value or value.lstrip().startswith(("{", "apiVersion"))
 
 
 class ClusterConfig(Model):

@@ -16,8 +16,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Strict
 
-from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH
-
 # ---------------------------------------------------------------- text
 
 
@@ -199,13 +197,18 @@ def _chart_version(value: str) -> str | None:
     return None
 
 
-def _driver_version(value: str) -> str | None:
-    match = _DRIVER.fullmatch(value)
-    if not match:
-        return "must be an NVIDIA driver version of the form NNN.NN or NNN.NN.NN"
-    if int(match[1]) < MINIMUM_DRIVER_BRANCH:
-        return f"must be an r{MINIMUM_DRIVER_BRANCH} or newer driver (MPS v3 namespaces need it)"
-    return None
+def driver_version(minimum_branch: int) -> AfterValidator:
+    """The check of an NVIDIA driver version (NNN.NN or NNN.NN.NN) of at least `minimum_branch`."""
+
+    def check(value: str) -> str | None:
+        match = _DRIVER.fullmatch(value)
+        if not match:
+            return "must be an NVIDIA driver version of the form NNN.NN or NNN.NN.NN"
+        if int(match[1]) < minimum_branch:
+            return f"must be an r{minimum_branch} or newer driver (MPS v3 namespaces need it)"
+        return None
+
+    return _text(check)
 
 
 def uses_v_prefix(version: str) -> bool:
@@ -214,7 +217,6 @@ def uses_v_prefix(version: str) -> bool:
 
 
 ChartVersion = Annotated[str, Strict(), _text(_chart_version)]
-DriverVersion = Annotated[str, Strict(), _text(_driver_version)]
 
 # ---------------------------------------------------------------- git, paths, platforms, URLs
 
@@ -342,3 +344,7 @@ Number = Annotated[
     float, BeforeValidator(lambda value: _strict_number(value, float)), Strict(), AfterValidator(_finite)
 ]
 Switch = Annotated[bool, BeforeValidator(_strict_bool), Strict()]
+
+
+def is_kubeconfig_contents(value: str) -> bool:  # else a path
+    return "\n" in value or value.lstrip().startswith(("{", "apiVersion"))

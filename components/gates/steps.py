@@ -1,17 +1,9 @@
 """The guide's verification after each install, run as a gate: `up` waits until it holds, printing
 progress, and fails the update before the next step starts when it does not hold in time.
 
-- gpu-operator: ClusterPolicy ready, the `nvidia` RuntimeClass, every GPU node labelled by GFD
-  (gpu.present, gpu.memory, a driver of at least the pinned branch) and advertising its GPUs;
-- kai-scheduler: every Deployment Available (most are the operator's, not the chart's), kai-config
-  Available and, for the forks, in NvFractions mode, and the webhooks its operator registers
-  (all `failurePolicy: Fail`) answering, so the Queues and pods of later steps are not refused;
-- gpu-fractioning: its operator Available, mpsd and fractiond with desired == ready, the `default`
-  GpuFractioningConfig's conditions True, KAI's kai-config seeing it (DependenciesFulfilled), every
-  GPU node Ready for fractions, and mpsd's log showing the multi-user server and the `default`
-  namespace capped at 10 %;
-- fraction-admission: the fractional-pod ValidatingAdmissionPolicy compiled, its binding in the
-  configured mode and, in deny mode, a dry run of a fractional pod that runs as root refused by it.
+Each step's checks live in a module of their own, reads and decisions side by side
+(`gpu_operator.py`, `kai.py`, `fractioning.py`, `admission.py`); this module is their table, the
+wait, and the StepGate resource that runs it during `up`.
 """
 
 from __future__ import annotations
@@ -19,239 +11,31 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any
 
-from components.checks import gate_decisions as decide
-from components.checks.cluster import Cluster, Json
-from components.checks.cluster_facts import is_gpu_node, node_facts
-from components.checks.dynamic import ReportedFailure
-from components.checks.results import CheckResult, failures, format_results, guarded
-from components.checks.waiting import Clock, Deadline, poll
-from components.vocabulary import fractioning, kai
-from components.vocabulary.fractions import FRACTION_ANNOTATION, POLICY_NAME
-from components.vocabulary.kai import DEFAULT_QUEUE
-from components.vocabulary.nvidia import (
-    CLUSTER_POLICY_GROUP,
-    CLUSTER_POLICY_PLURAL,
-    CLUSTER_POLICY_VERSION,
-    GPU_PRESENT_LABEL,
-    MINIMUM_DRIVER_BRANCH,
-    RUNTIME_CLASS,
-)
+import pulumi
 
-Step = Literal["gpu-operator", "kai-scheduler", "gpu-fractioning", "fraction-admission"]
+from components.cluster.client import KubeClient
+from components.cluster.engine import CheckProvider, CheckResource, ClusterAccess, report_failures_without_traceback
+from components.cluster.protocol import Cluster
+from components.cluster.results import CheckResult, ReportedFailure, failures, format_results
+from components.cluster.waiting import Clock, Deadline, poll
+from components.gates.admission import check_fraction_admission
+from components.gates.fractioning import check_gpu_fractioning
+from components.gates.gpu_operator import check_gpu_operator
+from components.gates.kai import check_kai_scheduler
+from components.gates.spec import GateSpec, Step
+
+report_failures_without_traceback()
+
 PROGRESS_EVERY_SECONDS = 60.0
-
-# Where the dry-run probes of KAI's webhooks and the admission policy are admitted: a namespace every cluster has, which
-# KAI's pod webhooks select (they skip only kube-system and KAI's own namespace).
-PROBE_NAMESPACE = "default"
-
-
-@dataclass(frozen=True)
-class GateSpec:
-    """What one gate checks; its fields are the StepGate resource's inputs (components/stack.py
-    builds them from the config)."""
-
-    step: Step
-    # The step's own namespace (the dry-run probes' for fraction-admission).
-    namespace: str
-    timeout_seconds: int
-    # KAI's namespace, which the gpu-fractioning gate names when kai-config does not see the agents;
-    # stacks gated before it was an input used the default.
-    kai_namespace: str = kai.DEFAULT_NAMESPACE
-    minimum_driver_major: int = MINIMUM_DRIVER_BRANCH
-    runtime_class: str = RUNTIME_CLASS
-    sharing_mode: str | None = None
-    admission_mode: str | None = None
-
-
-def gpu_nodes(cluster: Cluster) -> list[Json]:
-    return [n for n in cluster.list_nodes() if is_gpu_node(node_facts(n))]
-
-
-def check_gpu_operator(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
-    return [
-        guarded(
-            "cluster-policy",
-            lambda: decide.decide_cluster_policy(
-                cluster.list_cluster_objects(CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL),
-                spec.namespace,
-            ),
-        ),
-        guarded(
-            "runtime-class",
-            lambda: decide.decide_runtime_class(cluster.list_runtime_classes(), spec.runtime_class, spec.namespace),
-        ),
-        guarded(
-            "gpu-nodes",
-            lambda: decide.decide_gpu_nodes(gpu_nodes(cluster), spec.minimum_driver_major, spec.namespace),
-        ),
-    ]
-
-
-def read_kai_config(cluster: Cluster) -> Json | None:
-    return cluster.read_cluster_object(kai.CONFIG_GROUP, kai.CONFIG_VERSION, kai.CONFIG_PLURAL, kai.CONFIG_NAME)
-
-
-def webhook_probes() -> dict[kai.Admits, tuple[str, str, str | None, Json]]:
-    """One object a webhook of KAI admits, per kind: (apiVersion, plural, namespace, manifest),
-    created only as server-side dry runs, so nothing is stored."""
-    metadata = {"generateName": "kgf-webhook-probe-"}
-    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-    return {
-        "pods": (
-            "v1",
-            "pods",
-            PROBE_NAMESPACE,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": metadata,
-                "spec": {
-                    "schedulerName": kai.SCHEDULER_NAME,
-                    "containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}],
-                },
-            },
-        ),
-        "queues": (
-            kai.QUEUE_API_VERSION,
-            kai.QUEUE_PLURAL,
-            None,
-            {
-                "apiVersion": kai.QUEUE_API_VERSION,
-                "kind": "Queue",
-                "metadata": metadata,
-                "spec": {"resources": {r: unlimited for r in ("cpu", "memory", "gpu")}},
-            },
-        ),
-        "podgroups": (
-            f"{kai.PODGROUP_GROUP}/{kai.PODGROUP_VERSION}",
-            kai.PODGROUP_PLURAL,
-            PROBE_NAMESPACE,
-            {
-                "apiVersion": f"{kai.PODGROUP_GROUP}/{kai.PODGROUP_VERSION}",
-                "kind": "PodGroup",
-                "metadata": metadata,
-                "spec": {"minMember": 1, "queue": DEFAULT_QUEUE},
-            },
-        ),
-    }
-
-
-def check_kai_webhooks(cluster: Cluster, config: Json | None) -> CheckResult:
-    expected = kai.webhook_configurations((config or {}).get("spec"))
-    registered = {w.name: cluster.read_webhook_configuration(w.kind, w.name) for w in expected}
-    services = {s for found in registered.values() if found for s in decide.webhook_services(found)}
-    ready = {s: decide.has_ready_endpoint(cluster.list_endpoint_slices(*s)) for s in services}
-    refusals: dict[str, str | None] = {}
-    if all(registered.values()) and all(ready.values()):
-        probes = webhook_probes()
-        for admits in dict.fromkeys(w.admits for w in expected):
-            api_version, plural, namespace, manifest = probes[admits]
-            refusals[admits] = cluster.dry_run_create(api_version, plural, namespace, manifest)
-    return decide.decide_kai_webhooks(expected, registered, ready, refusals)
-
-
-def check_kai_scheduler(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
-    deployments = guarded(
-        "deployments",
-        lambda: decide.decide_deployments(cluster.list_deployments(spec.namespace), kai.DEPLOYMENTS, spec.namespace),
-    )
-    try:
-        config = read_kai_config(cluster)
-    except Exception as error:  # reported as the check's failure, like every other read
-        return [deployments, CheckResult("kai-config", False, f"could not read kai-config: {error}")]
-    return [
-        deployments,
-        *decide.decide_kai_config(config, spec.sharing_mode, spec.namespace),
-        guarded("webhooks", lambda: check_kai_webhooks(cluster, config)),
-    ]
-
-
-def check_gpu_fractioning(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
-    namespace = spec.namespace
-
-    def mpsd_logs() -> dict[str, str]:
-        pods = cluster.list_pods(namespace, fractioning.MPSD_SELECTOR)
-        return {str(p["metadata"]["name"]): cluster.pod_logs(namespace, str(p["metadata"]["name"])) for p in pods}
-
-    return [
-        guarded(
-            "operator",
-            lambda: decide.decide_deployments(
-                cluster.list_deployments(namespace), [fractioning.OPERATOR_DEPLOYMENT], namespace
-            ),
-        ),
-        guarded(
-            "daemonsets",
-            lambda: decide.decide_daemonsets(
-                cluster.list_daemonsets(namespace, fractioning.DAEMONSET_SELECTOR), namespace
-            ),
-        ),
-        guarded(
-            "gpu-fractioning-config",
-            lambda: decide.decide_fractioning_config(
-                cluster.read_cluster_object(
-                    fractioning.CONFIG_GROUP,
-                    fractioning.CONFIG_VERSION,
-                    fractioning.CONFIG_PLURAL,
-                    "default",
-                )
-            ),
-        ),
-        guarded(
-            "kai-dependencies-fulfilled",
-            lambda: decide.decide_kai_sees_fractioning(read_kai_config(cluster), spec.kai_namespace),
-        ),
-        guarded(
-            "node-ready",
-            lambda: decide.decide_node_readiness(cluster.list_nodes(f"{GPU_PRESENT_LABEL}=true")),
-        ),
-        guarded("mpsd-log", lambda: decide.decide_mpsd_logs(mpsd_logs(), namespace)),
-    ]
-
-
-def admission_probe() -> Json:
-    """A fractional pod without the runtime class that runs as root, for the API server to refuse in
-    a dry run. It names no runtime class and no scheduler, so no other admission step (RuntimeClass,
-    KAI's pod webhooks) gets to answer first."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"generateName": "kgf-admission-probe-", "annotations": {FRACTION_ANNOTATION: "0.5"}},
-        "spec": {
-            "securityContext": {"runAsUser": 0},
-            "containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}],
-        },
-    }
-
-
-def check_fraction_admission(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
-    mode = spec.admission_mode or "deny"
-    group, version = "admissionregistration.k8s.io", "v1"
-    return [
-        guarded(
-            "policy",
-            lambda: decide.decide_admission_objects(
-                cluster.read_cluster_object(group, version, "validatingadmissionpolicies", POLICY_NAME),
-                cluster.read_cluster_object(group, version, "validatingadmissionpolicybindings", POLICY_NAME),
-                mode,
-            ),
-        ),
-        guarded(
-            "refuses-root-fraction-pod",
-            lambda: decide.decide_admission_refusal(
-                cluster.dry_run_create("v1", "pods", spec.namespace, admission_probe()), mode
-            ),
-        ),
-    ]
 
 
 @dataclass(frozen=True)
 class GateStep:
     """One step's gate: what it waits for, the config key of its timeout, and its checks. A new
-    check is a function here and a decision in gate_decisions.py; a new step is a row here, its
-    name in Step, and its spec in components/stack.py."""
+    check is a read in that step's module and its decision beside it; a new step is a module, a
+    row here, its name in Step (spec.py), and its spec in components/stack.py."""
 
     title: str
     timeout_key: str
@@ -328,3 +112,30 @@ def wait_for_gate(
 
 def waiting_for(results: list[CheckResult]) -> str:
     return "; ".join(f"{r.check}: {r.detail}" for r in failures(results))
+
+
+class StepGateProvider(CheckProvider):
+    spec_type = GateSpec
+    kind = "StepGate"
+    report_title = "Checks"
+
+    def verify(self, cluster: KubeClient, spec: GateSpec) -> list[CheckResult]:
+        return wait_for_gate(cluster, spec)
+
+
+class StepGate(CheckResource, module="kai-gpu-fractions", name="StepGate"):
+    """Waits, during `up`, until what the guide verifies after a step holds; fails the update, naming
+    what is missing, when it does not in time. Resources of the next step depend on it. A change of
+    `triggers` (the release's revision) waits again.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        spec: GateSpec,
+        *,
+        access: ClusterAccess,
+        triggers: pulumi.Input[Any] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(StepGateProvider(), name, spec, access, opts, triggers=triggers)

@@ -8,11 +8,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.checks.dynamic import ClusterAccess
-from components.checks.teardown import PodsGoneBeforeUninstall
+from components.cluster.engine import ClusterAccess
 from components.config.model import GpuFractioningConfig
 from components.forks.recipes import GPU_FRACTIONING
 from components.owned import own_chart_leftover
+from components.teardown.waits import PodsGoneBeforeUninstall
 from components.vocabulary.fractioning import (
     CONFIG_API_VERSION,
     CONFIG_KIND,

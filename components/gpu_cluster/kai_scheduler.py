@@ -8,10 +8,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.checks.dynamic import ClusterAccess
-from components.checks.teardown import KeptObjectsDeleted
+from components.cluster.engine import ClusterAccess
 from components.config.model import ChartSource, KaiConfig
 from components.owned import own_chart_leftover
+from components.teardown.waits import KeptObjectsDeleted
 from components.vocabulary.fractions import SYSTEM_NAMESPACE_LABELS
 from components.vocabulary.kai import (
     CHART_KEPT_QUEUES,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.checks.smoke_proof import SMOKE_POD_NAMES, smoke_pod_manifest
 from components.config.model import SmokeTestConfig
+from components.proofs.smoke import SMOKE_POD_NAMES, smoke_pod_manifest
 
 
 class SmokePods(pulumi.ComponentResource):

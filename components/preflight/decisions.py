@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from components.checks.cluster_facts import ADMIN_RESOURCES, ClusterFacts, NodeFacts, version_tuple
-from components.checks.host_check import MPS_NAMESPACE_COMMANDS
-from components.checks.preflight_fixes import FIXES, HOST_COMMANDS, LAB_RUNTIME_CLASS_FIX
+from components.cluster.facts import ADMIN_RESOURCES, ClusterFacts, NodeFacts, version_tuple
 from components.config.model import CheckId, PreflightConfig
+from components.preflight.fixes import FIXES, HOST_COMMANDS, LAB_RUNTIME_CLASS_FIX
+from components.preflight.host_check import MPS_NAMESPACE_COMMANDS
 from components.vocabulary.fractioning import mpsd_memory_needed_mib
 from components.vocabulary.nvidia import (
     GPU_MEMORY_LABEL,

@@ -10,11 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
-from components.checks.cluster import Cluster
-from components.checks.cluster_facts import HostFacts, HostFactsReader
-from components.checks.host_check import host_check_script, parse_host_report
-from components.checks.waiting import Clock, Deadline, poll
+from components.cluster.facts import HostFacts, HostFactsReader
+from components.cluster.protocol import Cluster
+from components.cluster.waiting import Clock, Deadline, poll
 from components.config.model import HostAccessConfig
+from components.preflight.host_check import host_check_script, parse_host_report
 
 # Runs the host check script on the named node and returns its combined output.
 HostRunner = Callable[[str], str]

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from components.checks.cluster_facts import HostFacts, version_tuple
+from components.cluster.facts import HostFacts, version_tuple
 from components.vocabulary.fractioning import NRI_SOCKET
 
 MPS_NAMESPACE_COMMANDS = frozenset({"create", "delete", "list", "set", "get"})

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.checks.cluster_facts import HOST_CHECKS_AT_ONCE, ClusterFacts, collect_cluster_facts
-from components.checks.dynamic import ClusterAccess
-from components.checks.host_access import host_facts_reader
-from components.checks.kube import KubeClient
-from components.checks.preflight_decisions import Expectations, Finding, Outcome, blocking, evaluate
+from components.cluster.client import KubeClient
+from components.cluster.engine import ClusterAccess
+from components.cluster.facts import HOST_CHECKS_AT_ONCE, ClusterFacts, collect_cluster_facts
 from components.config.model import PreflightConfig
 from components.config.secrets import redact
+from components.preflight.decisions import Expectations, Finding, Outcome, blocking, evaluate
+from components.preflight.host_access import host_facts_reader
 from components.vocabulary.fractioning import NRI_SOCKET
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from components.checks.cluster import Cluster
-from components.checks.lab_decisions import (
+from components.cluster.protocol import Cluster
+from components.cluster.results import CheckResult, guarded, phase, retry
+from components.cluster.waiting import Clock
+from components.proofs.lab_decisions import (
     decide_allocatable,
     decide_isolator_injection,
     decide_queue_allocation,
@@ -15,8 +17,6 @@ from components.checks.lab_decisions import (
     parse_queue_division_log,
     queue_allocated_gpus,
 )
-from components.checks.results import CheckResult, guarded, phase, retry
-from components.checks.waiting import Clock
 from components.vocabulary.kai import (
     DEFAULT_NAMESPACE,
     DEFAULT_QUEUE,

@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from components.checks.cluster_facts import parse_quantity
-from components.checks.results import CheckResult
+from components.cluster.facts import parse_quantity
+from components.cluster.results import CheckResult
 from components.vocabulary.nvidia import GPU_RESOURCE, RUNTIME_CLASS
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.checks.cluster import Cluster
-from components.checks.results import (
+from components.cluster.protocol import Cluster
+from components.cluster.results import (
     CheckResult,
     default_container,
     guarded,
@@ -15,7 +15,9 @@ from components.checks.results import (
     retry,
     wait_for,
 )
-from components.checks.smoke_decisions import (
+from components.cluster.waiting import Clock
+from components.config.model import SmokeTestConfig
+from components.proofs.smoke_decisions import (
     decide_binder,
     decide_env,
     decide_memory_view,
@@ -28,8 +30,6 @@ from components.checks.smoke_decisions import (
     parse_namespace_list,
     sm_count_for_product,
 )
-from components.checks.waiting import Clock
-from components.config.model import SmokeTestConfig
 from components.vocabulary.fractioning import MPSD_SELECTOR
 from components.vocabulary.kai import DEFAULT_QUEUE, SCHEDULER_NAME
 from components.vocabulary.nvidia import GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL, RUNTIME_CLASS

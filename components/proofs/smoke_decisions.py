@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from components.checks.results import CheckResult
+from components.cluster.results import CheckResult
 
 RESERVED_GPU_MEMORY_MIB = 1024  # the MPS server's own context; the binder's reservedGpuMemory
 DEFAULT_NAMESPACE_PERCENTAGE = 10.0

@@ -20,15 +20,15 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 from urllib3.exceptions import HTTPError
 
-from components.checks.dynamic import (
+from components.cluster.client import KubeClient
+from components.cluster.engine import (
     ClusterAccess,
-    ReportedFailure,
     cluster_props,
     report_failures_without_traceback,
     with_secret_kubeconfig,
 )
-from components.checks.kube import KubeClient
-from components.checks.waiting import Clock, Deadline, poll
+from components.cluster.results import ReportedFailure
+from components.cluster.waiting import Clock, Deadline, poll
 
 report_failures_without_traceback()
 

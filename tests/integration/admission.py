@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from components.checks.kube import KubeClient
+from components.cluster.client import KubeClient
 
 # The built-in kinds the shared case table creates, by their REST name.
 PLURALS = {

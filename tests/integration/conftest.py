@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.checks.waiting import Clock, Deadline, poll
+from components.cluster.waiting import Clock, Deadline, poll
 from standins.operators.cluster import name_of
 from standins.operators.cluster import webhooks_off_the_machine as off_the_machine
 from standins.operators.gpu_fractioning import RECORD

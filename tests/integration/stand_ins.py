@@ -19,7 +19,7 @@ from typing import Any, Self
 
 import yaml
 
-from components.checks.cluster_facts import parse_quantity
+from components.cluster.facts import parse_quantity
 from tests.integration.workspace import kubectl, kubectl_json
 
 GPU = "nvidia.com/gpu"

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from components.checks.kube import KubeClient
-from components.checks.smoke_proof import SMOKE_POD_NAMES, smoke_pod_manifest
+from components.cluster.client import KubeClient
 from components.config.model import GPU_PROFILES, SmokeTestConfig
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
+from components.proofs.smoke import SMOKE_POD_NAMES, smoke_pod_manifest
 from components.vocabulary.fractions import POLICY_NAME, SYSTEM_NAMESPACE_LABEL
 from tests.guide_rules import GuideCase, cases
 from tests.integration.admission import api_server, dry_run_create

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.checks.smoke_proof import DEVICE_QUERY_POD, SMOKE_POD_NAMES
+from components.proofs.smoke import DEVICE_QUERY_POD, SMOKE_POD_NAMES
 from tests.integration.conftest import leftovers
 from tests.integration.stand_ins import StandInMutatingWebhook, cri_log
 from tests.integration.test_fork_stack import PASSWORD, a100_config

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from components.checks.waiting import Clock, Deadline, poll
+from components.cluster.waiting import Clock, Deadline, poll
 from tests.integration import processes
 
 REPO = Path(__file__).resolve().parents[2]

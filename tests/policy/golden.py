@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 from typing import Any, NamedTuple
 
-from components.checks.smoke_proof import smoke_pod_manifest
 from components.config.model import (
     GPU_PROFILES,
     GpuFractioningConfig,
@@ -22,6 +21,7 @@ from components.gpu_cluster.gpu_fractioning import gpu_fractioning_values
 from components.gpu_cluster.gpu_operator import gpu_operator_values
 from components.gpu_cluster.kai_scheduler import kai_fork_values, kai_lab_values
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
+from components.proofs.smoke import smoke_pod_manifest
 
 TAG = "smshare-44d1d0a-af0544e"
 REGISTRY = "registry.example.com/team/kai-fork"

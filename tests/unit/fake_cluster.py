@@ -1,4 +1,4 @@
-"""The unit tests' one cluster: every call of the Cluster Protocol (components/checks/cluster.py)
+"""The unit tests' one cluster: every call of the Cluster Protocol (components/cluster/protocol.py)
 answered from plain data, and a record of the calls that change something.
 
 Objects are stored by resource, namespace ("" for a cluster-scoped one) and name. A resource is
@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.checks.cluster import POD_GONE_TIMEOUT_SECONDS, Json
+from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Json
 
 
 def resource(group: str, plural: str) -> str:

@@ -15,12 +15,12 @@ import pytest
 from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc
 
-from components.checks import preflight
-from components.checks.cluster_facts import ClusterFacts, HostFacts, NodeFacts
+from components.cluster.facts import ClusterFacts, HostFacts, NodeFacts
 from components.config.model import ForkPin
 from components.forks import supply
 from components.forks.recipes import ForkRecipe
 from components.forks.source import ForkSource, fork_tree
+from components.preflight import run as preflight
 
 PROJECT = "kai-gpu-fractions"
 PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"

@@ -6,6 +6,7 @@ Every import counts, including those inside functions: a hidden import is still 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -17,11 +18,19 @@ PACKAGES = {
     "gpu_policies": REPO / "policy" / "gpu_policies",
     "standins": REPO / "standins",
 }
-# The stack, an install, a check, the Kubernetes adapter, the config model, its types, the vocabulary.
-MAX_LEVELS = 7
-# Where stacks deployed before the package layout unpickle their dynamic providers from: nothing in
+# The stack, an install, a gate, a shared decision, a check's result, the wait (the longest chain today).
+MAX_LEVELS = 6
+# Where stacks deployed before today's layout unpickle their dynamic providers from: nothing in
 # the program imports them, so they add no level to it.
-STATE_ALIASES = frozenset({"components.proof_resource", "components.teardown"})
+STATE_ALIASES = frozenset(
+    {
+        "components.proof_resource",
+        "components.teardown",
+        "components.checks",
+        "components.checks.proof_resources",
+        "components.checks.teardown",
+    }
+)
 
 
 def module_name(path: Path, package: str) -> str:
@@ -90,7 +99,7 @@ def test_no_module_imports_itself_back_through_others() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-def test_the_longest_import_chain_is_at_most_seven_levels() -> None:
+def test_the_longest_import_chain_is_at_most_six_levels() -> None:
     edges = graph()
 
     @cache
@@ -102,45 +111,66 @@ def test_the_longest_import_chain_is_at_most_seven_levels() -> None:
     assert len(deepest) <= MAX_LEVELS, "too deep: " + " -> ".join(deepest)
 
 
-# What each floor of the program may import besides itself: the vocabulary of the upstream components
-# at the ground, the config model on it, the checks (with their Kubernetes adapter) on both.
-FLOORS = {
-    "components.vocabulary": frozenset(),
-    "components.config": frozenset({"components.vocabulary"}),
-    "components.checks": frozenset({"components.vocabulary", "components.config"}),
-}
+# ---------------------------------------------------------------- the map
 
 
-def upward_imports(edges: dict[str, frozenset[str]]) -> list[tuple[str, str]]:
-    """Each import from a floor's module of a package that is neither that floor nor one below it."""
+def readme_map() -> dict[str, int]:
+    """The README's map: each package (or module beside the packages) of components/, by its floor."""
+    section = (REPO / "README.md").read_text().split("### The map", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| (\d+) \| `components/([\w/.]+?)/?` \|", section, re.MULTILINE)
+    return {"components." + path.removesuffix(".py").replace("/", "."): int(floor) for floor, path in rows}
+
+
+def place(module: str, floors: dict[str, int]) -> str | None:
+    """The map's row a module belongs to: the longest package name it is in."""
+    rows = [row for row in floors if module == row or module.startswith(row + ".")]
+    return max(rows, key=len, default=None)
+
+
+def wrong_way_imports(edges: dict[str, frozenset[str]], floors: dict[str, int]) -> list[tuple[str, str]]:
+    """Each import of a package on the importer's own floor or above it."""
     found = []
     for module, targets in sorted(edges.items()):
-        floor = package_of(module)
-        if floor in FLOORS:
-            found += [(module, t) for t in sorted(targets) if package_of(t) not in FLOORS[floor] | {floor}]
+        row = place(module, floors)
+        for target in sorted(targets):
+            other = place(target, floors)
+            if row and other and other != row and floors[other] >= floors[row]:
+                found.append((module, target))
     return found
 
 
-def test_each_floor_imports_only_the_floors_below_it() -> None:
-    upward = upward_imports(graph())
-    assert not upward, "a floor imports upwards: " + ", ".join(f"{m} -> {t}" for m, t in upward)
+def test_the_map_names_every_package_and_module_of_the_program() -> None:
+    floors = readme_map()
+    assert "components.stack" in floors and "components.cluster" in floors, "the README's map must be read"
+    unplaced = sorted(m for m in graph() if m.startswith("components.") and place(m, floors) is None)
+    assert not unplaced, f"not on the README's map (### The map): {unplaced}"
+    missing = sorted(row for row in floors if not any(place(m, floors) == row for m in graph()))
+    assert not missing, f"the README's map names what does not exist: {missing}"
 
 
-def test_a_floor_that_reaches_up_is_found() -> None:
+def test_each_import_goes_down_the_map() -> None:
+    wrong = wrong_way_imports(graph(), readme_map())
+    assert not wrong, "imports that do not go down the README's map: " + ", ".join(f"{m} -> {t}" for m, t in wrong)
+
+
+def test_an_import_up_or_across_the_map_is_found() -> None:
+    floors = {"components.config": 1, "components.gates": 3, "components.proofs": 3, "components.stack": 6}
     edges = {
-        "components.checks.a": frozenset({"components.gpu_cluster.b", "components.config.c", "components.checks.d"}),
-        "components.vocabulary.e": frozenset({"components.config.c"}),
-        "components.gpu_cluster.b": frozenset({"components.checks.a"}),
+        "components.gates.kai": frozenset({"components.config.model", "components.gates.spec"}),
+        "components.config.model": frozenset({"components.gates.spec"}),
+        "components.proofs.lab": frozenset({"components.gates.kai"}),
+        "components.stack": frozenset({"components.proofs.lab"}),
     }
-    assert upward_imports(edges) == [
-        ("components.checks.a", "components.gpu_cluster.b"),
-        ("components.vocabulary.e", "components.config.c"),
+    assert wrong_way_imports(edges, floors) == [
+        ("components.config.model", "components.gates.spec"),
+        ("components.proofs.lab", "components.gates.kai"),
     ]
 
 
 def test_the_checks_never_see_the_whole_stack_config() -> None:
     """components/stack.py turns the config into each check's spec; a check takes its spec only."""
-    for path in sorted((REPO / "components" / "checks").glob("*.py")):
+    jobs = ("cluster", "preflight", "gates", "proofs", "teardown")
+    for path in sorted(p for job in jobs for p in (REPO / "components" / job).glob("*.py")):
         names = {n.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Name)}
         names |= {
             a.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom) for a in n.names
@@ -168,7 +198,7 @@ def test_the_graph_is_read_at_all() -> None:
 
 
 def package_of(module: str) -> str:
-    """`components.checks.kube` is in `components.checks`; a module beside the packages
+    """`components.cluster.client` is in `components.cluster`; a module beside the packages
     (`components.helm`) is a package of its own."""
     return ".".join(module.split(".")[:2])
 
@@ -219,3 +249,19 @@ def test_a_cycle_between_packages_is_found_edge_by_edge() -> None:
 def test_no_import_cycle_between_packages() -> None:
     cycles = sorted(edges_in_cycles(package_graph(graph())))
     assert not cycles, "a cycle between packages: " + ", ".join(" -> ".join(edge) for edge in cycles)
+
+
+# ---------------------------------------------------------------- module size
+
+MAX_LINES = 350
+# The config model is one schema on purpose: the stack config's every key in one place.
+LONGER_ON_PURPOSE = frozenset({"components.config.model"})
+
+
+def test_no_module_is_longer_than_a_reader_can_hold() -> None:
+    long = {
+        module: lines
+        for module, path in modules().items()
+        if module not in LONGER_ON_PURPOSE and (lines := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"over {MAX_LINES} lines: {long}: split it by what it does"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import inspect
 
-from components.checks.cluster import Cluster
-from components.checks.kube import KubeClient
+from components.cluster.client import KubeClient
+from components.cluster.protocol import Cluster
 from tests.unit.fake_cluster import FakeCluster, field_selected, selected
 
 # KubeClient's calls no check makes: how a client is made, and the `kubectl debug` dry run only the

@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
-from components.checks import gate_decisions as decide
-from components.checks.step_gates import STEPS, GateSpec, admission_probe
 from components.config.load import ConfigError, parse_config
+from components.gates import admission as decide
+from components.gates.admission import admission_probe
+from components.gates.spec import GateSpec
+from components.gates.steps import STEPS
 from components.gpu_cluster.fraction_admission import MATCHED_RESOURCES, admission_binding, admission_policy
 from components.vocabulary import fractions, nvidia
 from tests.unit.fake_cluster import FakeCluster

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.checks.cluster_facts import (
+from components.cluster.facts import (
     ADMIN_RESOURCES,
     HOST_CHECKS_AT_ONCE,
     ClusterFacts,
@@ -29,8 +29,11 @@ from components.checks.cluster_facts import (
     select_gpu_nodes,
     version_tuple,
 )
-from components.checks.host_access import check_pod_manifest, check_pod_runner, facts_reader, ssh_runner
-from components.checks.host_check import (
+from components.config.load import parse_config
+from components.config.model import CheckId, PreflightConfig
+from components.preflight.decisions import Expectations, Finding, blocking, evaluate, parse_container_runtime
+from components.preflight.host_access import check_pod_manifest, check_pod_runner, facts_reader, ssh_runner
+from components.preflight.host_check import (
     NRI_SOCKET,
     host_check_script,
     parse_driver_version,
@@ -40,10 +43,7 @@ from components.checks.host_check import (
     parse_nvswitch_listing,
     parse_systemctl_is_active,
 )
-from components.checks.preflight import format_report, read_cluster_facts
-from components.checks.preflight_decisions import Expectations, Finding, blocking, evaluate, parse_container_runtime
-from components.config.load import parse_config
-from components.config.model import CheckId, PreflightConfig
+from components.preflight.run import format_report, read_cluster_facts
 from components.stack import cluster_access, preflight_expectations, preflight_spec
 from components.vocabulary.fractioning import mpsd_memory_limit_mib, mpsd_memory_needed_mib
 from standins.operators.node_daemons import gfd_labels

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pulumi
 import pytest
 
-from components.checks import preflight
-from components.checks.cluster_facts import ClusterFacts
+from components.cluster.facts import ClusterFacts
 from components.config.load import parse_config
+from components.preflight import run as preflight
 from components.stack import cluster_access, preflight_spec
 from tests.unit.harness import PREPARED_CLUSTER, ProgramRunner
 

@@ -15,19 +15,9 @@ import pulumi
 import pytest
 import yaml
 
-from components.checks.dynamic import ClusterAccess, spec_props
-from components.checks.kube import KubeClient
-from components.checks.lab_decisions import (
-    decide_allocatable,
-    decide_isolator_injection,
-    decide_queue_allocation,
-    decide_reservation_boundary,
-    parse_queue_division_log,
-    queue_allocated_gpus,
-)
-from components.checks.lab_proof import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
-from components.checks.proof_resources import LabProof, LabProofProvider, SmokeProof, SmokeProofProvider, _ProofProvider
-from components.checks.results import (
+from components.cluster.client import KubeClient
+from components.cluster.engine import CheckProvider, ClusterAccess, spec_props
+from components.cluster.results import (
     CheckResult,
     Clock,
     ProofFailed,
@@ -36,7 +26,26 @@ from components.checks.results import (
     raise_on_failure,
     retry,
 )
-from components.checks.smoke_decisions import (
+from components.lab.lab_pods import SHARED_POD
+from components.proofs.lab import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
+from components.proofs.lab_decisions import (
+    decide_allocatable,
+    decide_isolator_injection,
+    decide_queue_allocation,
+    decide_reservation_boundary,
+    parse_queue_division_log,
+    queue_allocated_gpus,
+)
+from components.proofs.resources import LabProof, LabProofProvider, SmokeProof, SmokeProofProvider
+from components.proofs.smoke import (
+    DEVICE_QUERY_POD,
+    HOSTILE_MEMORY_QUERY,
+    NAMESPACE_LIST,
+    SmokeSpec,
+    device_query_pod_manifest,
+    prove_smoke,
+)
+from components.proofs.smoke_decisions import (
     MpsNamespace,
     binder_annotations,
     decide_binder,
@@ -51,15 +60,6 @@ from components.checks.smoke_decisions import (
     parse_namespace_list,
     sm_count_for_product,
 )
-from components.checks.smoke_proof import (
-    DEVICE_QUERY_POD,
-    HOSTILE_MEMORY_QUERY,
-    NAMESPACE_LIST,
-    SmokeSpec,
-    device_query_pod_manifest,
-    prove_smoke,
-)
-from components.lab.lab_pods import SHARED_POD
 from components.vocabulary.fractioning import MPSD_SELECTOR
 from components.vocabulary.kai import QUEUE_GROUP, QUEUE_PLURAL
 from tests.proof_evidence import parse_annotation_grep
@@ -474,12 +474,12 @@ class CannedSpec:
     pods: tuple[str, ...]
 
 
-class CannedProvider(_ProofProvider):
+class CannedProvider(CheckProvider):
     kind = "CannedProof"
     spec_type = CannedSpec
     results: list[CheckResult] = []
 
-    def prove(self, cluster: KubeClient, props: Any) -> list[CheckResult]:
+    def verify(self, cluster: KubeClient, props: Any) -> list[CheckResult]:
         return self.results
 
 
@@ -530,7 +530,7 @@ def test_the_pickled_provider_loads_in_a_fresh_process_from_the_project_director
     done = subprocess.run(
         [sys.executable, "-c", load], input=encoded, capture_output=True, text=True, cwd=REPO, check=False
     )
-    assert done.stdout.split() == ["components.checks.proof_resources", "SmokeProofProvider"], done.stderr
+    assert done.stdout.split() == ["components.proofs.resources", "SmokeProofProvider"], done.stderr
     assert len(base64.b64decode(encoded)) < 2000, "the provider is pickled by reference, with no captured state"
 
 

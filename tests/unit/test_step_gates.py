@@ -10,10 +10,11 @@ from typing import Any, get_args
 import pytest
 import yaml
 
-from components.checks import gate_decisions as decide
-from components.checks.step_gates import STEPS, GateSpec, GateTimedOut, Step, wait_for_gate
-from components.checks.waiting import Clock, poll_delays
+from components.cluster.waiting import Clock, poll_delays
 from components.config.load import parse_config
+from components.gates import fractioning as decide
+from components.gates.spec import GateSpec, Step
+from components.gates.steps import STEPS, GateTimedOut, wait_for_gate
 from components.stack import gate_spec
 from components.vocabulary import fractioning, kai
 from components.vocabulary.nvidia import CLUSTER_POLICY_GROUP, CLUSTER_POLICY_PLURAL

@@ -6,9 +6,9 @@ import traceback
 
 import pytest
 
-from components.checks import teardown
-from components.checks.dynamic import report_failures_without_traceback
-from components.checks.teardown import PodsStillRunning, _PodsGoneProvider, wait_until_gone
+from components.cluster.engine import report_failures_without_traceback
+from components.teardown import waits as teardown
+from components.teardown.waits import PodsStillRunning, _PodsGoneProvider, wait_until_gone
 from components.vocabulary.kai import CHART_KEPT_QUEUES
 from tests.unit.fake_cluster import FakeCluster
 

@@ -1,0 +1,130 @@
+"""The gate after the GPU Operator: ClusterPolicy ready, the `nvidia` RuntimeClass, every GPU node
+labelled by GFD (gpu.present, gpu.memory, a driver of at least the pinned branch) and advertising its
+GPUs. `check_gpu_operator` reads the cluster; each `decide_*` decides from plain JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from components.cluster.facts import is_gpu_node, node_facts
+from components.cluster.objects import Json, conditions, labels_of, name
+from components.cluster.protocol import Cluster
+from components.cluster.results import CheckResult, guarded
+from components.gates.spec import GateSpec
+from components.vocabulary.nvidia import (
+    CLUSTER_POLICY_GROUP,
+    CLUSTER_POLICY_PLURAL,
+    CLUSTER_POLICY_VERSION,
+    GPU_MEMORY_LABEL,
+    GPU_PRESENT_LABEL,
+    GPU_RESOURCE,
+)
+
+# GFD's driver-version label, and the deprecated name it still writes next to it.
+DRIVER_MAJOR_LABELS = ("nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver.major")
+
+DRIVER_FULL_LABEL = "nvidia.com/cuda.driver-version.full"
+
+
+def decide_cluster_policy(policies: Sequence[Json], namespace: str) -> CheckResult:
+    check = "cluster-policy"
+    look = f"kubectl get clusterpolicy; kubectl -n {namespace} get pods"
+    if not policies:
+        return CheckResult(check, False, f"no ClusterPolicy yet: the chart creates cluster-policy ({look})")
+    policy = min(policies, key=lambda p: str(p["metadata"].get("creationTimestamp", "")))
+    state = (policy.get("status") or {}).get("state")
+    if state == "ready":
+        return CheckResult(check, True, f"ClusterPolicy {name(policy)} is ready")
+    error = conditions(policy).get("Error") or {}
+    why = f": {error.get('message')}" if error.get("status") == "True" and error.get("message") else ""
+    return CheckResult(check, False, f"ClusterPolicy {name(policy)} is {state or 'not reconciled yet'}{why} ({look})")
+
+
+def decide_runtime_class(runtime_classes: Sequence[Json], wanted: str, namespace: str) -> CheckResult:
+    check = "runtime-class"
+    found = next((rc for rc in runtime_classes if name(rc) == wanted), None)
+    if found is not None:
+        return CheckResult(check, True, f"RuntimeClass {wanted} (handler {found.get('handler')})")
+    return CheckResult(
+        check,
+        False,
+        f"RuntimeClass {wanted} not found: the GPU Operator creates it when it reconciles the ClusterPolicy "
+        f"(kubectl -n {namespace} logs deploy/gpu-operator)",
+    )
+
+
+def gpu_node_gaps(node: Json, minimum_driver_major: int) -> list[str]:
+    """What the guide requires of a GPU node and this one lacks."""
+    labels = labels_of(node)
+    gaps = []
+    if labels.get(GPU_PRESENT_LABEL) != "true":
+        gaps.append(f"no {GPU_PRESENT_LABEL}=true")
+    memory = labels.get(GPU_MEMORY_LABEL, "")
+    if not memory.isdigit() or int(memory) == 0:
+        gaps.append(f"no {GPU_MEMORY_LABEL}")
+    major = next((labels[k] for k in DRIVER_MAJOR_LABELS if k in labels), "")
+    if not major.isdigit():
+        gaps.append("no driver version label (GPU Feature Discovery)")
+    elif int(major) < minimum_driver_major:
+        full = labels.get(DRIVER_FULL_LABEL, major)
+        gaps.append(f"driver {full} is older than r{minimum_driver_major}")
+    allocatable = str(((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE, "0"))
+    if not allocatable.isdigit() or int(allocatable) == 0:
+        gaps.append(f"advertises no {GPU_RESOURCE}")
+    return gaps
+
+
+def decide_gpu_nodes(gpu_nodes: Sequence[Json], minimum_driver_major: int, namespace: str) -> CheckResult:
+    check = "gpu-nodes"
+    if not gpu_nodes:
+        return CheckResult(
+            check,
+            False,
+            "no node shows an NVIDIA GPU (feature.node.kubernetes.io/pci-10de.present or "
+            f"{GPU_PRESENT_LABEL}): kubectl get nodes --show-labels",
+        )
+    gaps = {name(n): gpu_node_gaps(n, minimum_driver_major) for n in gpu_nodes}
+    lacking = {node: found for node, found in gaps.items() if found}
+    if lacking:
+        listed = "; ".join(f"{node}: {', '.join(found)}" for node, found in sorted(lacking.items()))
+        return CheckResult(
+            check,
+            False,
+            f"{listed} (the driver, GPU Feature Discovery and the device plugin set these: "
+            f"kubectl -n {namespace} get pods -o wide; kubectl describe node)",
+        )
+    summary = ", ".join(
+        f"{name(n)} ({labels_of(n).get(DRIVER_FULL_LABEL) or 'driver ' + _driver_major(n)}, "
+        f"{(n.get('status') or {}).get('allocatable', {}).get(GPU_RESOURCE)} GPUs)"
+        for n in gpu_nodes
+    )
+    return CheckResult(check, True, summary)
+
+
+def _driver_major(node: Json) -> str:
+    labels = labels_of(node)
+    return next((labels[k] for k in DRIVER_MAJOR_LABELS if k in labels), "?")
+
+
+def gpu_nodes(cluster: Cluster) -> list[Json]:
+    return [n for n in cluster.list_nodes() if is_gpu_node(node_facts(n))]
+
+
+def check_gpu_operator(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
+    return [
+        guarded(
+            "cluster-policy",
+            lambda: decide_cluster_policy(
+                cluster.list_cluster_objects(CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL),
+                spec.namespace,
+            ),
+        ),
+        guarded(
+            "runtime-class",
+            lambda: decide_runtime_class(cluster.list_runtime_classes(), spec.runtime_class, spec.namespace),
+        ),
+        guarded(
+            "gpu-nodes",
+            lambda: decide_gpu_nodes(gpu_nodes(cluster), spec.minimum_driver_major, spec.namespace),
+        ),
+    ]
