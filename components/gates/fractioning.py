@@ -18,7 +18,7 @@ from components.gates.deployments import decide_deployments
 from components.gates.kai_config import dependencies_detail, kai_config_look, read_kai_config
 from components.gates.spec import GateSpec
 from components.vocabulary import fractioning
-from components.vocabulary.fractioning import DAEMONS, NODE_READY_CONDITION
+from components.vocabulary.fractioning import CONFIG_CONDITIONS_WHEN_HEALTHY, DAEMONS, NODE_READY_CONDITION
 from components.vocabulary.nvidia import GPU_PRESENT_LABEL
 
 # The MPS control daemon's own echo of the `default` namespace's cap.
@@ -52,6 +52,8 @@ def decide_daemonsets(daemonsets: Sequence[Json], namespace: str) -> CheckResult
 
 
 def decide_fractioning_config(config: Json | None) -> CheckResult:
+    """Each condition the operator reports has the status upstream means by healthy (Ready is True,
+    DriverUpgradeInProgress is False); a type the program does not know is reported, not failed on."""
     check = "gpu-fractioning-config"
     look = "kubectl get gpufractioningconfig default -o yaml"
     if config is None:
@@ -61,16 +63,19 @@ def decide_fractioning_config(config: Json | None) -> CheckResult:
     found = conditions(config)
     if not found:
         return CheckResult(check, False, f"the operator has not reported on it yet ({look})")
-    false = [
+    known = {t: c for t, c in found.items() if t in CONFIG_CONDITIONS_WHEN_HEALTHY}
+    unhealthy = [
         f"{t}={c.get('status')} ({c.get('reason')}: {c.get('message')})"
-        for t, c in found.items()
-        if c.get("status") != "True"
+        for t, c in known.items()
+        if c.get("status") != CONFIG_CONDITIONS_WHEN_HEALTHY[t]
     ]
     if "Ready" not in found:
-        false.append("no Ready condition")
-    if false:
-        return CheckResult(check, False, f"{'; '.join(false)} ({look})")
-    return CheckResult(check, True, ", ".join(f"{t}=True" for t in found))
+        unhealthy.append("no Ready condition")
+    if unhealthy:
+        return CheckResult(check, False, f"{'; '.join(unhealthy)} ({look})")
+    held = ", ".join(f"{t}={c.get('status')}" for t, c in known.items())
+    unknown = ", ".join(f"{t}={c.get('status')}" for t, c in found.items() if t not in known)
+    return CheckResult(check, True, held + (f"; not read (unknown to this program): {unknown}" if unknown else ""))
 
 
 def decide_kai_sees_fractioning(config: Json | None, kai_namespace: str) -> CheckResult:

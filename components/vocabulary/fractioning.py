@@ -1,5 +1,5 @@
-"""What the program knows of gpu-fractioning: its GpuFractioningConfig kind, the operator's
-Deployment, the DaemonSets and node condition it creates, how mpsd's pods are found, how much host
+"""What the program knows of gpu-fractioning: its GpuFractioningConfig kind and conditions, the
+operator's Deployment, the DaemonSets and node condition it creates, how mpsd's pods are found, how much host
 memory mpsd needs, and where each node runtime keeps the sockets its node agents mount."""
 
 from __future__ import annotations
@@ -17,6 +17,16 @@ DAEMONS = ("mpsd", "fractiond")
 MPSD_SELECTOR = "app.kubernetes.io/component=mpsd"
 # What the operator reports on every GPU node, and what gates scheduling there.
 NODE_READY_CONDITION = "gpu-fractioning.nvidia.com/Ready"
+# The GpuFractioningConfig's condition types, each with its status when all is well: the operator
+# writes DriverUpgradeInProgress on every reconcile, False in steady state and True while a node's
+# driver is upgraded (standins/upstream/gpu-fractioning/config-conditions.yaml).
+DRIVER_UPGRADE_CONDITION = "DriverUpgradeInProgress"
+CONFIG_CONDITIONS_WHEN_HEALTHY = {
+    "MpsdReady": "True",
+    "FractiondReady": "True",
+    "Ready": "True",
+    DRIVER_UPGRADE_CONDITION: "False",
+}
 
 # ---------------------------------------------------------------- mpsd's host memory
 

@@ -24,6 +24,10 @@ from standins.operators.kai_webhooks import recorded_configurations
 from tests.unit.fake_cluster import FakeCluster, labels_of, resource
 from tests.unit.test_preflight import fixture_node
 
+RECORDED_CONFIG_CONDITIONS: dict[str, str] = yaml.safe_load(
+    (Path(__file__).parents[2] / "standins/upstream/gpu-fractioning/config-conditions.yaml").read_text()
+)["healthy"]
+
 Json = dict[str, Any]
 
 OPERATOR_GATE = GateSpec("gpu-operator", "gpu-operator", 1800)
@@ -92,7 +96,7 @@ def ready(cluster: FakeCluster | None = None) -> FakeCluster:
     )
     cluster.put(
         FRACTIONING_CONFIGS,
-        named("default", status={"conditions": [condition(c) for c in ("MpsdReady", "FractiondReady", "Ready")]}),
+        named("default", status={"conditions": [condition(t, s) for t, s in RECORDED_CONFIG_CONDITIONS.items()]}),
     )
     kai_deployments = (
         "kai-operator",
@@ -321,11 +325,47 @@ def test_daemonsets_that_match_no_node_are_not_ready() -> None:
     assert "matches no node" in failing(cluster, AGENTS_GATE)["daemonsets"]
 
 
+def set_config_condition(cluster: FakeCluster, kind: str, status: str, message: str = "") -> None:
+    found = cluster.stored(FRACTIONING_CONFIGS, "default")["status"]["conditions"]
+    found[:] = [c for c in found if c["type"] != kind] + [condition(kind, status, message)]
+
+
+def test_the_operators_steady_conditions_as_recorded_pass_driver_upgrade_in_progress_false_among_them() -> None:
+    assert RECORDED_CONFIG_CONDITIONS["DriverUpgradeInProgress"] == "False", "the fork writes it False when idle"
+    assert RECORDED_CONFIG_CONDITIONS == fractioning.CONFIG_CONDITIONS_WHEN_HEALTHY, "one polarity, as recorded"
+    config = named("default", status={"conditions": [condition(t, s) for t, s in RECORDED_CONFIG_CONDITIONS.items()]})
+    result = decide.decide_fractioning_config(config)
+    assert result.passed, result.detail
+    assert "DriverUpgradeInProgress=False" in result.detail
+
+
+def test_a_driver_upgrade_in_progress_holds_the_gate_naming_it() -> None:
+    cluster = ready()
+    set_config_condition(cluster, "DriverUpgradeInProgress", "True", "node gpu-node-0 is upgrading its driver")
+    found = failing(cluster, AGENTS_GATE)
+    assert "DriverUpgradeInProgress=True" in found["gpu-fractioning-config"]
+    assert "gpu-node-0 is upgrading" in found["gpu-fractioning-config"]
+
+
+@pytest.mark.parametrize("kind", ["MpsdReady", "FractiondReady"])
+def test_a_daemon_not_ready_holds_the_gate_even_with_ready_true(kind: str) -> None:
+    cluster = ready()
+    set_config_condition(cluster, kind, "False", "1 of 2 pods ready")
+    assert f"{kind}=False" in failing(cluster, AGENTS_GATE)["gpu-fractioning-config"]
+
+
+@pytest.mark.parametrize("status", ["False", "True", "Unknown"])
+def test_a_condition_type_the_program_does_not_know_is_reported_not_failed_on(status: str) -> None:
+    cluster = ready()
+    set_config_condition(cluster, "NodeAgentsDegraded", status, "a condition a newer fork may write")
+    result = decide.decide_fractioning_config(cluster.stored(FRACTIONING_CONFIGS, "default"))
+    assert result.passed, result.detail
+    assert f"not read (unknown to this program): NodeAgentsDegraded={status}" in result.detail
+
+
 def test_gpu_fractioning_reports_the_operators_conditions_and_each_nodes_readiness() -> None:
     cluster = ready()
-    cluster.stored(FRACTIONING_CONFIGS, "default")["status"]["conditions"][2] = condition(
-        "Ready", "False", "GPU Operator version v26.7.0 is older than the minimum v26.7.1"
-    )
+    set_config_condition(cluster, "Ready", "False", "GPU Operator version v26.7.0 is older than the minimum v26.7.1")
     cluster.stored("nodes", "gpu-node-0")["status"]["conditions"] = [
         condition("gpu-fractioning.nvidia.com/Ready", "False", "mpsd pod is not ready")
     ]
