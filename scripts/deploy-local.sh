@@ -63,6 +63,10 @@ YAML
 
 export PULUMI_BACKEND_URL=file://$local_state/backend
 export PULUMI_CONFIG_PASSPHRASE=${PULUMI_CONFIG_PASSPHRASE:-local-dev-stack}
+# The kubernetes provider writes its kubeconfig to a new temporary file at every start and never
+# removes it (pulumi-kubernetes provider.go:774 at v4.25.0): keep those with the deployment's state.
+export TMPDIR=$local_state/tmp
+mkdir -p "$TMPDIR"
 export PATH=$venv/bin:$PATH
 # A run that was killed (a reboot, a second Ctrl-C) leaves its lock behind, and every later run
 # would stop at it; a lock whose process no longer runs on this host is released.
@@ -89,5 +93,6 @@ destroy)
 	pulumi destroy --yes --refresh --skip-preview --stack dev "$@"
 	cd "$KGF_REPO"
 	"$venv/bin/python" -m tools.verify_destroyed "$local_state/before-destroy.json"
+	rm -rf "$TMPDIR"
 	;;
 esac

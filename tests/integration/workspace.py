@@ -32,9 +32,15 @@ def require_env(name: str) -> str:
 
 def engine_environment(state_dir: Path) -> dict[str, str]:
     """The environment every `pulumi` call gets: offline, local state, no update checks, and the
-    engine's virtualenv first on PATH so the policy pack finds pulumi_policy."""
+    engine's virtualenv first on PATH so the policy pack finds pulumi_policy. Its temporary files
+    go beside the state, so they go with the test: the kubernetes provider writes the kubeconfig it
+    is given to a new temporary file at every start and never removes it (pulumi-kubernetes
+    provider/pkg/provider/provider.go:774, util.go:125 at v4.25.0)."""
     venv_bin = Path(require_env("KGF_ENGINE_VENV")) / "bin"
+    temporary = state_dir.parent / "engine-tmp"
+    temporary.mkdir(exist_ok=True)
     return {
+        "TMPDIR": str(temporary),
         **os.environ,
         "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
         "PULUMI_PYTHON_CMD": str(venv_bin / "python"),
