@@ -3,7 +3,8 @@
     python -m standins.operators --kubeconfig PATH --workdir DIR
 
 scripts/control-plane.sh starts it with each instance; its log is the instance's
-logs/stand-in-operators.log.
+logs/stand-in-operators.log. The operators run when something they read changes, when a delay one
+of them waits out is over, and at a periodic resync (watching.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import argparse
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Protocol
 
@@ -22,8 +22,7 @@ from standins.operators.gpu_operator import GpuOperator
 from standins.operators.kai_operator import KaiOperator
 from standins.operators.knobs import Knobs
 from standins.operators.node_daemons import DevicePlugins, FeatureDiscovery, NvmlMock
-
-INTERVAL_SECONDS = 1.0
+from standins.operators.watching import ALARM, run_rounds, start_watches
 
 
 class StandIn(Protocol):
@@ -46,19 +45,35 @@ def main() -> None:
         GpuFractioningOperator(args.workdir),
     ]
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    print("stand-in operators running", file=sys.stderr, flush=True)
-    while not stop.wait(INTERVAL_SECONDS):
+
+    def terminate(*_: object) -> None:
+        stop.set()
+        ALARM.ring()  # the loop may be waiting for the resync: it stops now, not then
+
+    signal.signal(signal.SIGTERM, terminate)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def round_(now: float) -> bool:
+        """Every operator once; False when any of them raised, so the round is tried again soon."""
         try:
             knobs = Knobs.read(cluster)
         except Exception as error:  # the API server may be restarting
-            print(f"cannot read the knobs: {error!r}", file=sys.stderr, flush=True)
-            continue
+            say(f"cannot read the knobs: {error!r}")
+            return False
+        succeeded = True
         for operator in operators:
             try:
-                operator.step(cluster, knobs, time.monotonic())
+                operator.step(cluster, knobs, now)
             except Exception as error:  # one failing step must not stop the others
-                print(f"{type(operator).__name__}: {error!r}", file=sys.stderr, flush=True)
+                say(f"{type(operator).__name__}: {error!r}")
+                succeeded = False
+        return succeeded
+
+    start_watches(cluster.open_watch, ALARM, stop, say)
+    say("stand-in operators running")
+    run_rounds(round_, ALARM, stop)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from standins.operators.watching import ALARM, WATCH_SECONDS, Alarm
 
 Json = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -25,9 +27,13 @@ class Cluster:
     is not created again."""
 
     def __init__(self, kubeconfig: str) -> None:
-        from kubernetes import config
+        from kubernetes import client, config
 
-        self._api = config.new_client_from_config(config_file=kubeconfig)
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        # One connection for each watch (watching.WATCHED) besides the operators' own calls.
+        configuration.connection_pool_maxsize = 32
+        self._api = client.ApiClient(configuration)
 
     def _call(
         self, method: str, url: str, body: Any = None, content_type: str = "application/json", **query: str
@@ -67,6 +73,27 @@ class Cluster:
 
     def delete(self, url: str) -> None:
         self._call("DELETE", url)
+
+    def open_watch(self, url: str, resource_version: str) -> Iterator[bytes]:
+        """The lines of a watch of `url` from `resource_version` (when empty, the API server first
+        sends every object as ADDED): one JSON event each, until it ends the watch after WATCH_SECONDS."""
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_SECONDS))]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        response = self._api.call_api(
+            url,
+            "GET",
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=(10, WATCH_SECONDS + 30),
+        )
+        try:
+            yield from response
+        finally:
+            response.release_conn()
 
 
 def name_of(obj: Mapping[str, Any]) -> str:
@@ -188,9 +215,15 @@ def same_conditions(old: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str,
 
 @dataclass
 class FirstSeen:
-    """When each object (by uid) was first seen, so delays count from then."""
+    """When each object (by uid) was first seen, so delays count from then; a delay not yet over
+    sets the alarm that wakes the operators when it is."""
 
     seen: dict[str, float] = field(default_factory=dict)
+    alarm: Alarm = field(default_factory=lambda: ALARM)
 
-    def since(self, obj: Mapping[str, Any], now: float) -> float:
-        return now - self.seen.setdefault(str(obj["metadata"]["uid"]), now)
+    def reached(self, obj: Mapping[str, Any], now: float, delay: float) -> bool:
+        first = self.seen.setdefault(str(obj["metadata"]["uid"]), now)
+        if now - first >= delay:
+            return True
+        self.alarm.at(first + delay)
+        return False

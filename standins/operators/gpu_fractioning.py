@@ -115,7 +115,7 @@ class GpuFractioningOperator:
             return
         namespace = str(operator["metadata"]["namespace"])
         daemonsets: dict[str, Json | None] = {}
-        if self.first_seen.since(config, now) >= delay:
+        if self.first_seen.reached(config, now, delay):
             for component in COMPONENTS:
                 body = daemonset(component, namespace, config, env)
                 daemonsets[component] = ensure(cluster, path("apps/v1", "daemonsets", namespace), body)
@@ -177,7 +177,7 @@ class GpuFractioningOperator:
             if not deleting(pod):
                 if STOP_FINALIZER not in finalizers:
                     cluster.patch(pod_path, {"metadata": {"finalizers": [*finalizers, STOP_FINALIZER]}})
-            elif STOP_FINALIZER in finalizers and self.stopping.since(pod, now) >= stop_after:
+            elif STOP_FINALIZER in finalizers and self.stopping.reached(pod, now, stop_after):
                 rest = [f for f in finalizers if f != STOP_FINALIZER]
                 cluster.patch(pod_path, {"metadata": {"finalizers": rest or None}})
                 record_mpsd_stop(cluster, operator_runs)

@@ -87,7 +87,7 @@ class GpuOperator:
         if not gpu_nodes:
             self._status(cluster, policy, namespace, Condition("Ready", "True", "NoGPUNodes", NO_GPU_NODES))
             return
-        driver_loaded = self.first_seen.since(policy, now) >= delay
+        driver_loaded = self.first_seen.reached(policy, now, delay)
         not_ready = []
         for state, name, deploy in operands(spec, driver_loaded):
             daemonset = ensure(

@@ -101,7 +101,7 @@ class KaiOperator:
         namespace = str(spec.get("namespace") or operator[0]["metadata"]["namespace"])
         self.namespace = namespace
         deployments: list[Json | None] = []
-        if self.first_seen.since(config, now) >= delay:
+        if self.first_seen.reached(config, now, delay):
             url = path("apps/v1", "deployments", namespace)
             for name, block in SERVICES.items():
                 body = spec.get(block) or {}

@@ -160,5 +160,5 @@ class KaiWebhooks:
                 if pod.serving:
                     self.pods[deployment] = pod.stop()
                 continue
-            if not pod.serving and self.first_seen.since(found, now) >= delay:
+            if not pod.serving and self.first_seen.reached(found, now, delay):
                 pod.start()

@@ -110,7 +110,7 @@ class NvmlMock:
             node_path = path("v1", "nodes", name=name_of(node))
             annotations = node["metadata"].get("annotations") or {}
             on_node = pods.get(name_of(node))
-            if on_node and delay is not None and self.first_seen.since(on_node[0], now) >= delay:
+            if on_node and delay is not None and self.first_seen.reached(on_node[0], now, delay):
                 if labels(node).get(GPU_PRESENT_LABEL) != "true":
                     patch = {
                         "metadata": {"labels": {GPU_PRESENT_LABEL: "true"}, "annotations": {NVML_MOCK_MARK: "true"}}

@@ -1,0 +1,153 @@
+"""When the stand-in operators run: as a controller's informers would have them, on a change of what
+they read (one watch per kind, reconnecting after any break, relisting after 410 Gone), when a
+delay one of them waits out has passed, and at a periodic resync. Idle, nothing polls.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# What the operators read, and so what wakes them (standins/operators/*.py, every list and get).
+WATCHED = (
+    "/api/v1/nodes",
+    "/api/v1/pods",
+    "/api/v1/namespaces",
+    "/api/v1/configmaps",
+    "/apis/apps/v1/deployments",
+    "/apis/apps/v1/daemonsets",
+    "/apis/node.k8s.io/v1/runtimeclasses",
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+    "/apis/nvidia.com/v1/clusterpolicies",
+    "/apis/kai.scheduler/v1/configs",
+    "/apis/kai.scheduler/v1/schedulingshards",
+    "/apis/gpu-fractioning.kai.scheduler/v1alpha1/gpufractioningconfigs",
+)
+# A controller's full resync: a safety net for anything a watch missed, never the way work is noticed.
+RESYNC_SECONDS = 15.0
+# How long a burst of events (a chart's install) is gathered into one round of the operators.
+SETTLE_SECONDS = 0.05
+# The least time from one round's start to the next's: a busy cluster (a test's pods, the rounds'
+# own writes echoed back) runs them at most 4 times a second, not back to back.
+MIN_ROUND_SECONDS = 0.25
+# After a round in which an operator raised: try again soon, as a controller requeues.
+RETRY_SECONDS = 1.0
+# A watch the API server ends after this long is opened again (the server's own default is 30-60 min).
+WATCH_SECONDS = 300
+# After a failed watch (a kind not served yet: its CRD comes with a chart later; a restarting API server).
+RECONNECT_SECONDS = 2.0
+
+
+@dataclass
+class Alarm:
+    """Wakes the operators' loop: at once on an event, or at the earliest deadline a delay set."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    _deadlines: list[float] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ring(self) -> None:
+        self.event.set()
+
+    def at(self, when: float) -> None:
+        with self._lock:
+            self._deadlines.append(when)
+
+    def take_earliest(self) -> float | None:
+        """The earliest deadline the last round set, even one that passed while it ran (the operator
+        that set it has not acted yet); the deadlines are set again by the next round."""
+        with self._lock:
+            found = min(self._deadlines, default=None)
+            self._deadlines.clear()
+        return found
+
+
+# The stand-ins run as one process, and every delay any of them waits out sets this one alarm.
+ALARM = Alarm()
+
+
+def next_round(now: float, last_round: float, deadline: float | None, failed: bool) -> float:
+    """When the operators run next unless an event comes first: the earliest of the resync, the
+    deadline a delay set, and a retry after a failed round."""
+    due = [last_round + RESYNC_SECONDS]
+    if deadline is not None:
+        due.append(deadline)
+    if failed:
+        due.append(now + RETRY_SECONDS)
+    return max(now, min(due))
+
+
+class Gone(Exception):
+    """The resource version a watch asked for is too old (410): start again from the current state."""
+
+
+def watch_events(lines: Iterable[bytes]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(type, object) of each event of a watch stream, one JSON document a line; raises Gone on the
+    API server's 410 (an ERROR event whose Status has code 410)."""
+    import json
+
+    for line in lines:
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        kind, obj = str(event.get("type")), event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone(str(obj.get("message")))
+            raise RuntimeError(f"watch error: {obj.get('message')}")
+        yield kind, obj
+
+
+Opener = Callable[[str, str], Iterable[bytes]]
+
+
+def watch_forever(
+    open_watch: Opener, url: str, alarm: Alarm, stop: threading.Event, log: Callable[[str], None]
+) -> None:
+    """Follows `url` until `stop`: rings on every change, reopens from the last resource version
+    after a break, from the current state (every object ADDED again) after 410 Gone, and waits a
+    moment after a failure."""
+    version = ""
+    while not stop.is_set():
+        try:
+            for kind, obj in watch_events(open_watch(url, version)):
+                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                if kind != "BOOKMARK":
+                    alarm.ring()
+        except Gone:
+            version = ""
+            alarm.ring()  # events may have been missed: look at everything again
+        except Exception as error:  # the kind is not served yet, or the API server restarts
+            if getattr(error, "status", None) == 410:  # Gone as the response's status, not an event
+                version = ""
+                alarm.ring()
+            if "404" not in str(error):
+                log(f"watch {url}: {error!r}")
+            stop.wait(RECONNECT_SECONDS)
+
+
+def start_watches(open_watch: Opener, alarm: Alarm, stop: threading.Event, log: Callable[[str], None]) -> None:
+    for url in WATCHED:
+        threading.Thread(
+            target=watch_forever, args=(open_watch, url, alarm, stop, log), name=f"watch {url}", daemon=True
+        ).start()
+
+
+def run_rounds(
+    round_: Callable[[float], bool], alarm: Alarm, stop: threading.Event, now: Callable[[], float] = time.monotonic
+) -> None:
+    """Runs `round_` (all operators once; False when one raised) on every wake until `stop`."""
+    last_round, failed = now(), not round_(now())
+    while not stop.is_set():
+        wake_at = next_round(now(), last_round, alarm.take_earliest(), failed)
+        if alarm.event.wait(max(0.0, wake_at - now())):
+            stop.wait(max(SETTLE_SECONDS, last_round + MIN_ROUND_SECONDS - now()))
+        alarm.event.clear()
+        if stop.is_set():
+            return
+        last_round = now()
+        failed = not round_(last_round)
