@@ -109,9 +109,8 @@ class GpuFractioningOperator:
         env = {e["name"]: e.get("value", "") for e in container.get("env", [])}
         unsupported = gpu_operator_unsupported(cluster, env.get("GPU_OPERATOR_MINIMUM_VERSION", ""))
         if unsupported:
-            self._conditions(
-                cluster, config, [Condition("Ready", "False", "GPUOperatorVersionUnsupported", unsupported)]
-            )
+            refused = Condition("Ready", "False", "GPUOperatorVersionUnsupported", unsupported)
+            self._conditions(cluster, config, [refused, driver_upgrade(cluster)])
             return
         namespace = str(operator["metadata"]["namespace"])
         daemonsets: dict[str, Json | None] = {}
@@ -119,7 +118,8 @@ class GpuFractioningOperator:
             for component in COMPONENTS:
                 body = daemonset(component, namespace, config, env)
                 daemonsets[component] = ensure(cluster, path("apps/v1", "daemonsets", namespace), body)
-        self._conditions(cluster, config, readiness(daemonsets, gpu_operator_not_ready(cluster)))
+        conditions = readiness(daemonsets, gpu_operator_not_ready(cluster))
+        self._conditions(cluster, config, [*conditions, driver_upgrade(cluster)])
         self._nodes(cluster, config, namespace, knobs.choice("mpsd-log-format", ("json", "text")))
 
     def _nodes(self, cluster: Cluster, config: Json, namespace: str, log_format: str) -> None:
@@ -243,6 +243,28 @@ def readiness(daemonsets: dict[str, Json | None], gpu_operator: str | None) -> l
     else:
         ready_condition = Condition("Ready", "True", "AllComponentsReady", "all components are healthy")
     return [*conditions, ready_condition]
+
+
+# The condition types the fork's operator writes and their steady statuses, as recorded.
+CONFIG_CONDITIONS = yaml.safe_load(
+    (Path(__file__).parents[1] / "upstream/gpu-fractioning/config-conditions.yaml").read_text()
+)
+UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+
+
+def driver_upgrade(cluster: Cluster) -> Condition:
+    """DriverUpgradeInProgress, written on every reconcile: True while a GPU node is in the GPU
+    Operator's upgrade state machine (labelled, and not `upgrade-done`), False otherwise."""
+    upgrading = sorted(
+        name_of(node)
+        for node in cluster.list(path("v1", "nodes"), UPGRADE_STATE_LABEL)
+        if labels(node).get(UPGRADE_STATE_LABEL) not in ("", "upgrade-done")
+    )
+    if upgrading:
+        message = f"the GPU driver is being upgraded on {', '.join(upgrading)}"
+        return Condition("DriverUpgradeInProgress", "True", "DriverUpgradeInProgress", message)
+    steady = CONFIG_CONDITIONS["steady_driver_upgrade"]
+    return Condition("DriverUpgradeInProgress", "False", steady["reason"], steady["message"])
 
 
 def cluster_policy(cluster: Cluster) -> Json | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import pytest
 import yaml
@@ -18,8 +18,9 @@ from components.gates.steps import STEPS, GateTimedOut, wait_for_gate
 from components.stack import gate_spec
 from components.vocabulary import fractioning, kai
 from components.vocabulary.nvidia import CLUSTER_POLICY_GROUP, CLUSTER_POLICY_PLURAL
-from standins.operators.cluster import name_of
-from standins.operators.gpu_fractioning import mpsd_log
+from standins.operators.cluster import Cluster, name_of
+from standins.operators.gpu_fractioning import driver_upgrade, mpsd_log
+from standins.operators.gpu_fractioning import readiness as standin_readiness
 from standins.operators.kai_webhooks import recorded_configurations
 from tests.unit.fake_cluster import FakeCluster, labels_of, resource
 from tests.unit.test_preflight import fixture_node
@@ -337,6 +338,38 @@ def test_the_operators_steady_conditions_as_recorded_pass_driver_upgrade_in_prog
     result = decide.decide_fractioning_config(config)
     assert result.passed, result.detail
     assert "DriverUpgradeInProgress=False" in result.detail
+
+
+class NodesOnly:
+    """Just the node list the stand-in's DriverUpgradeInProgress reads."""
+
+    def __init__(self, *node_labels: dict[str, str]) -> None:
+        self.nodes = [{"metadata": {"name": f"gpu-node-{i}", "labels": ls}} for i, ls in enumerate(node_labels)]
+
+    def list(self, url: str, selector: str = "") -> list[dict[str, Any]]:
+        assert url == "/api/v1/nodes"
+        return [n for n in self.nodes if not selector or selector in n["metadata"]["labels"]]
+
+
+def test_the_stand_in_writes_every_recorded_condition_with_its_steady_status_and_the_gate_passes() -> None:
+    ready_ds = {"metadata": {"generation": 1}, "status": {"observedGeneration": 1, "desiredNumberScheduled": 1}}
+    ready_ds["status"]["numberReady"] = 1
+    written = [
+        *standin_readiness({"mpsd": ready_ds, "fractiond": ready_ds}, None),
+        driver_upgrade(cast(Cluster, NodesOnly({}))),
+    ]
+    assert {c.type: c.status for c in written} == RECORDED_CONFIG_CONDITIONS
+    config = named("default", status={"conditions": [condition(c.type, c.status, c.message) for c in written]})
+    assert decide.decide_fractioning_config(config).passed
+
+
+@pytest.mark.parametrize(("state", "upgrading"), [("upgrade-required", True), ("upgrade-done", False), ("", False)])
+def test_the_stand_in_says_a_driver_upgrade_is_in_progress_while_a_node_is_in_the_state_machine(
+    state: str, upgrading: bool
+) -> None:
+    found = driver_upgrade(cast(Cluster, NodesOnly({"nvidia.com/gpu-driver-upgrade-state": state}, {})))
+    assert found.status == ("True" if upgrading else "False")
+    assert ("gpu-node-0" in found.message) == upgrading
 
 
 def test_a_driver_upgrade_in_progress_holds_the_gate_naming_it() -> None:
