@@ -42,7 +42,16 @@ Rule = Literal[
 ]
 RULES: tuple[str, ...] = get_args(Rule)
 # The rules both enforcers hold; the others are the pack's own.
-SHARED_RULES = ("runtime-class", "non-root", "privilege", "host-namespaces", "mps-pipe", "valid-fraction", "exemption")
+SHARED_RULES = (
+    "runtime-class",
+    "non-root",
+    "privilege",
+    "host-namespaces",
+    "mps-pipe",
+    "valid-fraction",
+    "exemption",
+    "gpu-runtime-class",
+)
 TABLE = Path(__file__).parent / "fixtures" / "guide-rules"
 
 

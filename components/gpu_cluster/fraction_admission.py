@@ -5,8 +5,8 @@ The guide: "A fractional pod that runs as root can raise its own cap or delete a
 namespace. A non-root pod cannot. Enforce this with Pod Security Admission or a policy engine
 instead of trusting each manifest." The API server evaluates the policy (CEL) on create and update
 of pods, of their ephemeral containers and of every built-in kind with a pod template, after the
-mutating webhooks (KAI's adds the runtime class to fraction pods) and before the object is stored.
-"""
+mutating webhooks (KAI's adds the runtime class to fraction pods) and before the object is stored, in
+every namespace (one exemption: a system daemon's non-fractional GPU pod may lack the runtime class)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from components.vocabulary.fractions import (
     VALIDATION_ACTIONS,
 )
 from components.vocabulary.nvidia import GPU_RESOURCE as GPU_RESOURCE
+from components.vocabulary.nvidia import GPU_RESOURCE_PATTERN
 
 Json = dict[str, Any]
 AdmissionMode = Literal["deny", "warn", "audit"]
@@ -111,6 +112,19 @@ def _variables() -> list[Json]:
             f"{_or_empty('variables.spec.volumes', '[]')}.filter(v, has(v.hostPath)).map(v, v.hostPath.path)"
             ".filter(p, !p.matches('^(/|(/[^/]+)+)$') || p.matches('(^|/)[.][.]?(/|$)') || "
             f"{pipe_dirs}.exists(d, p == d || p.startsWith(d + '/') || d.startsWith(p == '/' ? '/' : p + '/')))"
+        ),
+        # Containers asking for any GPU resource (whole, shared or MIG): each needs the NVIDIA runtime.
+        "gpuContainers": (
+            "variables.containers.filter(c, has(c.resources) && "
+            f"(({_or_empty('c.resources.limits')}).exists(r, r.matches('{GPU_RESOURCE_PATTERN}')) || "
+            f"({_or_empty('c.resources.requests')}).exists(r, r.matches('{GPU_RESOURCE_PATTERN}')))).map(c, c.name)"
+        ),
+        # A system namespace (labelled by the program): exempts only non-fractional GPU pods from the class.
+        "systemNamespace": (
+            "namespaceObject != null && has(namespaceObject.metadata.labels) && "
+            f"'{SYSTEM_NAMESPACE_LABEL}' in namespaceObject.metadata.labels && "
+            f"namespaceObject.metadata.labels['{SYSTEM_NAMESPACE_LABEL}'] == "
+            f"'{SYSTEM_NAMESPACE_LABELS[SYSTEM_NAMESPACE_LABEL]}'"
         ),
         "wholeGpu": (
             "variables.containers.filter(c, has(c.resources) && "
@@ -231,7 +245,7 @@ def _validations(runtime_class: str) -> list[Json]:
             "remove one of the two, KAI refuses the combination'",
         ),
     ]
-    return [
+    fractional = [
         {
             "expression": f"!variables.fractional || ({holds})",
             # Shown when the message expression itself cannot be evaluated.
@@ -240,6 +254,22 @@ def _validations(runtime_class: str) -> list[Json]:
         }
         for holds, message, message_expression in rules
     ]
+    # Every other pod that asks for a GPU resource needs the runtime class too (fractional pods met the
+    # first rule already); a system daemon's pod in a namespace the program labels may go without.
+    gpu_pod = {
+        "expression": (
+            "variables.fractional || size(variables.gpuContainers) == 0 || variables.systemNamespace || "
+            f"(has(variables.spec.runtimeClassName) && variables.spec.runtimeClassName == '{runtime_class}')"
+        ),
+        "message": f"A pod that asks for a GPU has no runtimeClassName: {runtime_class}.",
+        "messageExpression": (
+            f"{_containers('gpuContainers')} + ' ask for a GPU ({GPU_RESOURCE}, {GPU_RESOURCE}.*, "
+            f"nvidia.com/mig-*) and the pod has no runtimeClassName: {runtime_class}; set ' + "
+            f"{_field('runtimeClassName')} + "
+            f"': {runtime_class}' + ' (without the NVIDIA runtime its containers get no driver libraries)'"
+        ),
+    }
+    return [*fractional, gpu_pod]
 
 
 def admission_policy(runtime_class: str) -> Json:
@@ -269,26 +299,14 @@ def admission_policy(runtime_class: str) -> Json:
 
 
 def admission_binding(mode: AdmissionMode) -> Json:
-    """The binding that puts the policy in force everywhere but in the labelled system namespaces."""
+    """The binding that puts the policy in force in every namespace: no namespace is skipped, the
+    system namespaces included (the policy itself exempts their daemons' non-fractional GPU pods from
+    the runtime class, and nothing else)."""
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": {"name": POLICY_NAME},
-        "spec": {
-            "policyName": POLICY_NAME,
-            "validationActions": VALIDATION_ACTIONS[mode],
-            "matchResources": {
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {
-                            "key": SYSTEM_NAMESPACE_LABEL,
-                            "operator": "NotIn",
-                            "values": [SYSTEM_NAMESPACE_LABELS[SYSTEM_NAMESPACE_LABEL]],
-                        }
-                    ]
-                }
-            },
-        },
+        "spec": {"policyName": POLICY_NAME, "validationActions": VALIDATION_ACTIONS[mode]},
     }
 
 

@@ -18,6 +18,14 @@ GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_RESOURCE = "nvidia.com/gpu"
+# Every GPU resource the device plugin advertises under the names KAI and the GPU Operator use: whole
+# GPUs (nvidia.com/gpu), the shared resource time-slicing or MPS sharing renames them to
+# (nvidia.com/gpu.shared, `renameByDefault`), and MIG profiles with the mixed strategy
+# (nvidia.com/mig-<profile>, nvidia.com/mig-<profile>.shared) (NVIDIA k8s-device-plugin README; the
+# GPU Operator's validator counts the same two prefixes, validator/main.go genericGPUResourceType and
+# migGPUResourcePrefix). A pod asking for any of them needs the NVIDIA RuntimeClass. An RE2 and
+# Python pattern, matched from the start of the resource name.
+GPU_RESOURCE_PATTERN = r"^nvidia[.]com/(gpu|mig-)"
 # Node Feature Discovery's label for an NVIDIA PCI device, from which the GPU Operator derives gpu.present.
 NVIDIA_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 

@@ -13,6 +13,7 @@ from . import (
     kai_fork_require_explicit_image_tags,
     kai_fork_require_paired_image_tags,
     kai_release_disallow_nvfractions_subchart,
+    kai_release_disallow_unsafe_values,
     kai_release_require_valid_sharing_mode,
 )
 
@@ -20,6 +21,7 @@ POLICY_MODULES = (
     kai_fork_require_explicit_image_tags,
     kai_fork_require_paired_image_tags,
     kai_release_disallow_nvfractions_subchart,
+    kai_release_disallow_unsafe_values,
     kai_release_require_valid_sharing_mode,
     gpu_pod_require_runtime_class,
     gpu_pod_require_non_root_fractions,

@@ -183,6 +183,11 @@ def _fractioning_release_images(release: Release, fips: bool | Unknown) -> Itera
         )
 
 
+def release_images(release: Release) -> tuple[DeployedImage, ...]:
+    """The fork images a KAI or gpu-fractioning release deploys, with the tag and registry keys it sets."""
+    return _release_install(release).images
+
+
 def _release_install(release: Release) -> ForkInstall:
     fips_value, fips = _fips(release)
     if release.component is Component.KAI_SCHEDULER:

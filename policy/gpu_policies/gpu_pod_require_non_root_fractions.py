@@ -102,7 +102,7 @@ policy = StackValidationPolicy(
         "spec.securityContext.runAsNonRoot: true with a non-zero runAsUser, and on every container, init "
         "container and ephemeral container set securityContext.allowPrivilegeEscalation: false, no "
         "privileged: true, no capabilities.add and no runAsNonRoot: false or runAsUser: 0 of its own; leave "
-        "spec.hostIPC and spec.hostPID unset. System daemons that must run as root belong in a Namespace of "
-        f'this stack labelled {SYSTEM_NAMESPACE_LABEL}: "{SYSTEM_NAMESPACE_VALUE}".'
+        "spec.hostIPC and spec.hostPID unset. This holds in every namespace, a system namespace of this stack "
+        f'({SYSTEM_NAMESPACE_LABEL}: "{SYSTEM_NAMESPACE_VALUE}") included: no system daemon is a fractional pod.'
     ),
 )

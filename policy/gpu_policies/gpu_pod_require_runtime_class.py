@@ -107,7 +107,7 @@ def check_kai_binders(
     return violations
 
 
-SWEEP = PodSweep(check_pod_runtime_class, fractional_only=False, extra=check_kai_binders)
+SWEEP = PodSweep(check_pod_runtime_class, exemptable=True, fractional_only=False, extra=check_kai_binders)
 
 policy = StackValidationPolicy(
     name="gpu-pod-require-runtime-class",
@@ -125,7 +125,8 @@ policy = StackValidationPolicy(
         "asks for an nvidia.com/gpu, nvidia.com/gpu.* or nvidia.com/mig-* resource; set binder.runtimeClassName: "
         "nvidia on the KAI release (not binder.resourceReservation.runtimeClassName, which the chart ignores), "
         "and with a Chart resource render kai-config inline (kaiConfig.render: true, kaiConfigDeployer.enabled: "
-        "false). Pods of system daemons belong in a Namespace of this stack labelled "
-        f'{SYSTEM_NAMESPACE_LABEL}: "{SYSTEM_NAMESPACE_VALUE}".'
+        "false). A system daemon's pod that asks for a GPU but no fraction (KAI's GPU reservation pods, the GPU "
+        f"Operator's validators) may go without it in a Namespace of this stack labelled {SYSTEM_NAMESPACE_LABEL}: "
+        f'"{SYSTEM_NAMESPACE_VALUE}"; a fractional pod never.'
     ),
 )

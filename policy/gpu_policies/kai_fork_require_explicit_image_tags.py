@@ -20,7 +20,7 @@ FORBIDDEN_TAGS: Knob[tuple[str, ...]] = Knob(
 NOT_APPLICABLE = "The stack deploys neither the gpu-fractioning release nor KAI in NvFractions mode."
 
 
-def _is_forbidden(tag: Any, forbidden: set[str]) -> bool:
+def is_forbidden(tag: Any, forbidden: set[str]) -> bool:
     return isinstance(tag, str) and (tag in forbidden or tag.removeprefix("v") in forbidden)
 
 
@@ -28,7 +28,7 @@ def _image_violation(image: DeployedImage, fork: bool, forbidden: set[str]) -> s
     tag = image.pinned_tag
     if isinstance(image.tag, Unknown) or image.digest_only:
         return None
-    if _is_forbidden(tag, forbidden) and (fork or image.explicit):
+    if is_forbidden(tag, forbidden) and (fork or image.explicit):
         return (
             f"{image.describe_tag()} is {image.tag!r}, a chart or Makefile default rather than your fork build; "
             "set it to the tag you built and pushed."
@@ -39,6 +39,12 @@ def _image_violation(image: DeployedImage, fork: bool, forbidden: set[str]) -> s
             "build; set it to the tag you built and pushed."
         )
     return None
+
+
+def _judged_on_the_release(install: ForkInstall, image: DeployedImage, forbidden: set[str]) -> bool:
+    """An explicit default tag on a v3 Release: kai-release-disallow-unsafe-values refuses it on the
+    release itself (before it is created), so it is not reported twice."""
+    return install.release is not None and image.explicit and is_forbidden(image.pinned_tag, forbidden)
 
 
 def _counts_as_fork(install: ForkInstall, stack_fork: bool | Unknown) -> bool:
@@ -56,7 +62,8 @@ def check_explicit_image_tags(resources: Sequence[PolicyResource], config: Mappi
         Violation(message, image.urn)
         for install in installs
         for image in install.images
-        if (message := _image_violation(image, _counts_as_fork(install, stack_fork), forbidden))
+        if not _judged_on_the_release(install, image, forbidden)
+        and (message := _image_violation(image, _counts_as_fork(install, stack_fork), forbidden))
     ]
     if not violations and stack_fork is not True:
         raise NotApplicable(NOT_APPLICABLE)

@@ -7,14 +7,16 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationPolicy
 
-from .props import NotApplicable, Unknown, Violation, stack_validation
-from .releases import Component, Release, chart_of, releases, rendered_charts
+from .props import Unknown, Violation, stack_validation
+from .releases import Component, Release, chart_of, rendered_charts
 
 KEY = "global.nvFractions.set"
 FIX = "leave it at false and install the fork's chart as its own release."
 
 
-def _release_violation(release: Release) -> str | None:
+def release_violation(release: Release) -> str | None:
+    """What is wrong with a KAI release's global.nvFractions.set, as Helm reads it (kai-release-disallow-
+    unsafe-values reports it, on the release itself)."""
     value = release.value(KEY)
     if isinstance(value, Unknown) or value is None or value is False:
         return None
@@ -33,9 +35,9 @@ def _release_violation(release: Release) -> str | None:
 
 
 def check_nvfractions_subchart(resources: Sequence[PolicyResource], _config: Mapping[str, Any]) -> list[Violation]:
-    kai = [release for release in releases(resources) if release.component is Component.KAI_SCHEDULER]
-    violations = [Violation(message, release.urn) for release in kai if (message := _release_violation(release))]
-    violations.extend(
+    """A chart resource (a v4 Chart, or the SDK-side v3 Chart) that renders KAI with the gpu-fractioning
+    subchart; a v3 Release's values are judged on the release itself by kai-release-disallow-unsafe-values."""
+    return [
         Violation(
             f"Chart {rendered.label!r} renders KAI together with the gpu-fractioning subchart ({KEY} is on), "
             f"which installs upstream gpu-fractioning from ghcr.io instead of your fork; {FIX}",
@@ -43,17 +45,14 @@ def check_nvfractions_subchart(resources: Sequence[PolicyResource], _config: Map
         )
         for rendered in rendered_charts(resources)
         if chart_of(rendered) is Component.KAI_SCHEDULER and Component.GPU_FRACTIONING in rendered.components
-    )
-    unknown = [release.describe(KEY) for release in kai if isinstance(release.value(KEY), Unknown)]
-    if unknown and not violations:
-        raise NotApplicable(f"Not checked during preview: {', '.join(unknown)} can't be known yet.")
-    return violations
+    ]
 
 
 policy = StackValidationPolicy(
     name="kai-release-disallow-nvfractions-subchart",
     description=(
-        "KAI leaves global.nvFractions.set off, as the boolean false, so the upstream subchart never replaces the fork."
+        "A chart resource never renders KAI with the gpu-fractioning subchart (global.nvFractions.set on), so the "
+        "upstream subchart never replaces the fork."
     ),
     validate=stack_validation(check_nvfractions_subchart),
     enforcement_level=EnforcementLevel.MANDATORY,

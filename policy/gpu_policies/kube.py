@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pulumi_policy import PolicyResource
+from pulumi_policy.proxy import UnknownValueError
 
 from .facts import (
     CONTAINER_MEMORY_MARKER,
@@ -33,8 +34,14 @@ BUILT_IN_POD_PATHS: Mapping[str, tuple[str, ...]] = {
     "batch/v1:Job": ("spec", "template"),
     "batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-# Any other resource, a custom resource of an operator included, that carries a pod template there.
-GENERIC_POD_PATHS = (("spec", "template"), ("spec", "jobTemplate", "spec", "template"))
+# Any other Kubernetes resource, a custom resource of an operator included (a Kubeflow PyTorchJob's
+# spec.pytorchReplicaSpecs.<role>.template, a RayCluster's spec.workerGroupSpecs[i].template, a JobSet's
+# spec.replicatedJobs[i].template.spec.template), is searched for pod templates wherever they sit: any
+# mapping below the resource's root whose `spec.containers` is a list. Component resources that install
+# charts or files hold values, not objects: their rendered children are resources of their own.
+NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml", "kubernetes:kustomize/")
+# How deep the search looks; a real object nests its pod templates a few levels down.
+MAX_TEMPLATE_DEPTH = 32
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
@@ -104,16 +111,73 @@ def is_list(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str)
 
 
-def _template_path(resource_type: str, props: Mapping[str, Any]) -> tuple[tuple[str, ...], bool] | None:
-    if not resource_type.startswith("kubernetes:"):
-        return None
+Step = str | int
+Path = tuple[Step, ...]
+
+
+def _at(props: Any, path: Path) -> Any:
+    """The value at `path` (keys of mappings, indexes of lists): None once a step is missing, UNKNOWN
+    once a value on the way is unknown during preview."""
+    node = props
+    for step in path:
+        if isinstance(step, int):
+            if not is_list(node) or step >= len(node):
+                return None
+            try:
+                node = node[step]
+            except UnknownValueError:
+                return UNKNOWN
+            if isinstance(node, str) and peek({"value": node}, "value") is UNKNOWN:
+                return UNKNOWN
+        else:
+            node = peek(node, step)
+        if isinstance(node, Unknown):
+            return UNKNOWN
+    return node
+
+
+def _is_template(node: Any) -> bool:
+    return isinstance(node, Mapping) and is_list(peek(node, "spec", "containers"))
+
+
+def _templates_within(props: Mapping[str, Any]) -> list[Path]:
+    """Every pod template below the root of a resource, depth first, not looking inside a template."""
+    found: list[Path] = []
+
+    def walk(node: Any, path: Path) -> None:
+        if len(path) > MAX_TEMPLATE_DEPTH:
+            return
+        if path and _is_template(node):
+            found.append(path)
+            return
+        if isinstance(node, Mapping):
+            for key in list(node):
+                if not path and key in ("metadata", "status"):
+                    continue
+                walk(_at(node, (key,)), (*path, key))
+        elif is_list(node):
+            for index in range(len(node)):
+                walk(_at(node, (index,)), (*path, index))
+
+    walk(props, ())
+    return found
+
+
+def _template_paths(resource_type: str, props: Mapping[str, Any]) -> tuple[list[Path], bool]:
+    if not resource_type.startswith("kubernetes:") or resource_type.startswith(NOT_OBJECTS):
+        return [], False
     kind, patch = _kind(resource_type)
     if kind in BUILT_IN_POD_PATHS:
-        return BUILT_IN_POD_PATHS[kind], patch
-    for path in GENERIC_POD_PATHS:
-        if is_list(peek(props, *path, "spec", "containers")):
-            return path, patch
-    return None
+        return [BUILT_IN_POD_PATHS[kind]], patch
+    return _templates_within(props), patch
+
+
+def _prefix(path: Path) -> str:
+    """`spec.workerGroupSpecs[0].template.` for a path, as a message names a field."""
+    text = ""
+    for step in path:
+        text = f"{text[:-1]}[{step}]." if isinstance(step, int) else f"{text}{step}."
+    return text
 
 
 def _containers(spec: Mapping[str, Any]) -> tuple[Container, ...] | Unknown:
@@ -147,34 +211,26 @@ def _resource_names(container: Mapping[str, Any]) -> frozenset[str] | Unknown:
     return frozenset(names)
 
 
-def _label_keys(props: Mapping[str, Any], path: tuple[str, ...]) -> frozenset[str]:
+def _label_keys(props: Mapping[str, Any], path: Path) -> frozenset[str]:
     # KAI's pod-grouper reads the queue label from the top owner first, so every level counts.
     found: set[str] = set()
     for depth in range(len(path) + 1):
-        labels = peek(props, *path[:depth], "metadata", "labels")
+        labels = _at(props, (*path[:depth], "metadata", "labels"))
         if isinstance(labels, Mapping):
             found.update(labels)
     return frozenset(found)
 
 
-def pod_view(resource_type: str, props: Mapping[str, Any]) -> PodView | None:
-    """The pod of a Pod, pod template or workload resource, or None for anything else.
-
-    A workload's own metadata.annotations never reach its pods, so only the template's count.
-    """
-    found = _template_path(resource_type, props)
-    if found is None:
-        return None
-    path, partial = found
-    spec = peek(props, *path, "spec")
+def _pod_at(props: Mapping[str, Any], path: Path, partial: bool) -> PodView | None:
+    spec = _at(props, (*path, "spec"))
     if not isinstance(spec, Mapping) or (not spec and not partial):
         if not partial:
             return None
         spec = {}
-    annotations = peek(props, *path, "metadata", "annotations")
+    annotations = _at(props, (*path, "metadata", "annotations"))
     namespace = peek(props, "metadata", "namespace")
     return PodView(
-        prefix="".join(f"{step}." for step in path),
+        prefix=_prefix(path),
         namespace=namespace if isinstance(namespace, (str, Unknown)) and namespace else DEFAULT_NAMESPACE,
         annotations=annotations if isinstance(annotations, (Mapping, Unknown)) else {},
         label_keys=_label_keys(props, path),
@@ -182,6 +238,23 @@ def pod_view(resource_type: str, props: Mapping[str, Any]) -> PodView | None:
         containers=_containers(spec),
         partial=partial,
     )
+
+
+def pod_views(resource_type: str, props: Mapping[str, Any]) -> list[PodView]:
+    """The pods a resource creates: a Pod itself, the template of a built-in workload, or every pod
+    template a custom resource embeds; none for anything else.
+
+    A workload's own metadata.annotations never reach its pods, so only the template's count.
+    """
+    paths, partial = _template_paths(resource_type, props)
+    found = (_pod_at(props, path, partial) for path in paths)
+    return [pod for pod in found if pod is not None]
+
+
+def pod_view(resource_type: str, props: Mapping[str, Any]) -> PodView | None:
+    """The first pod a resource creates (see pod_views), or None."""
+    found = pod_views(resource_type, props)
+    return found[0] if found else None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""Runs a pod rule over every pod and pod template of a stack, skipping the namespaces the stack exempts.
+"""Runs a pod rule over every pod and pod template of a stack. Fractional pods are held to every rule in
+every namespace; the one exemption (a system namespace of this stack) spares only pods that ask for
+no fraction from the runtime class rule.
 
 The pod policies are stack policies because only the whole stack shows whether a pod's namespace is
 a system namespace of this stack. A value unknown during preview skips only the checks that read it:
@@ -14,7 +16,7 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs
 
 from .facts import DEFAULT_NAMESPACE
-from .kube import Exemptions, PodView, pod_view
+from .kube import Exemptions, PodView, pod_views
 from .props import UNKNOWN, Unknown, Violation, peek
 
 
@@ -62,10 +64,12 @@ StackRule = Callable[[Sequence[PolicyResource], Mapping[str, Any], Findings], li
 
 @dataclass(frozen=True)
 class PodSweep:
-    """Applies `rule` to each pod the stack creates; `exemptable` rules skip exempt namespaces."""
+    """Applies `rule` to each pod the stack creates. A fractional pod is held to every rule in every
+    namespace; only an `exemptable` rule skips a pod that asks for no fraction in a system namespace
+    of this stack (its daemons: KAI's GPU reservation pods, the GPU Operator's validators)."""
 
     rule: PodRule
-    exemptable: bool = True
+    exemptable: bool = False
     fractional_only: bool = True
     # Checks of non-pod resources of the same policy (such as KAI's reservation pods' RuntimeClass).
     extra: StackRule | None = None
@@ -76,20 +80,21 @@ class PodSweep:
         exemptions = Exemptions.of(resources)
         violations: list[Violation] = []
         unchecked: list[str] = []
-        for resource in resources:
-            pod = pod_view(resource.resource_type, resource.props)
-            if pod is None:
-                continue
+        for resource, pod in ((r, pod) for r in resources for pod in pod_views(r.resource_type, r.props)):
             found = Findings()
+            fractional = pod.is_fractional
             if self.fractional_only:
-                fractional = pod.is_fractional
                 if isinstance(fractional, Unknown):
                     unchecked.append(f"whether {resource.name} asks for a GPU fraction")
                     continue
                 if not fractional:
                     continue
             self.rule(pod, config, found)
-            exempt = exemptions.exempts(namespace_of(resource, pod)) if self.exemptable else False
+            exempt: bool | Unknown = False
+            if self.exemptable and fractional is not True:
+                exempt = exemptions.exempts(namespace_of(resource, pod))
+                if exempt is True and isinstance(fractional, Unknown):
+                    exempt = UNKNOWN
             if exempt is True:
                 continue
             if isinstance(exempt, Unknown) and found.violations:

@@ -3,7 +3,8 @@
 A v3 Release is recognised by its chart (the reference's last path segment, or a local chart's
 Chart.yaml `name`), never by its release name, and its values are read merged over a local chart's
 values.yaml. The engine hands a v4 Chart's inputs as `{}` (a remote component), so a v4 Chart is
-recognised, and judged, by the objects it renders: its children in the stack.
+recognised, and judged, by the objects it renders: its children in the stack; so is the SDK-side v3
+Chart, a component whose rendered objects the program registers as its children.
 
 During preview the kubernetes provider drops every unknown value from a Release's checked inputs
 (and then skips loading the chart, so `version` stays as given, usually empty): a key missing from
@@ -38,6 +39,10 @@ from .props import UNKNOWN, Unknown, peek
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 HELM_CHART = "kubernetes:helm.sh/v4:Chart"
+# The SDK-side Chart (pulumi_kubernetes.helm.v3.Chart): a component the program renders with `helm
+# template` and registers each object of as its child, with {} as its own inputs, like a v4 Chart.
+SDK_HELM_CHART = "kubernetes:helm.sh/v3:Chart"
+CHART_TYPES = frozenset({HELM_CHART, SDK_HELM_CHART})
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 
 
@@ -234,7 +239,7 @@ def _component_of(resource: PolicyResource) -> Component | None:
 def _chart_ancestor(resource: PolicyResource) -> PolicyResource | None:
     parent = resource.parent
     while parent is not None:
-        if parent.resource_type == HELM_CHART:
+        if parent.resource_type in CHART_TYPES:
             return parent
         parent = parent.parent
     return None
@@ -244,7 +249,7 @@ def rendered_charts(resources: Sequence[PolicyResource]) -> list[RenderedChart]:
     children: dict[str, list[PolicyResource]] = {}
     charts: dict[str, PolicyResource] = {}
     for resource in resources:
-        if resource.resource_type == HELM_CHART:
+        if resource.resource_type in CHART_TYPES:
             charts.setdefault(resource.urn, resource)
             children.setdefault(resource.urn, [])
         elif (chart := _chart_ancestor(resource)) is not None:

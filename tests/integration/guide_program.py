@@ -80,6 +80,13 @@ for resource in SPEC["resources"]:
     props = with_unknowns(resource["props"], resource.get("unknown") or [])
     if resource.get("remote"):
         pulumi.ComponentResource(resource["type"], resource["name"], {**props, "resources": None}, opts, remote=True)
+    elif resource.get("children") is not None:
+        # The SDK-side v3 Chart as the engine sees it: a component of the program with {} as its inputs,
+        # and each object it rendered registered as its child.
+        chart = pulumi.ComponentResource(resource["type"], resource["name"], {}, None)
+        for child in resource["children"]:
+            child_opts = pulumi.ResourceOptions(parent=chart, provider=provider(child["provider"]))
+            pulumi.CustomResource(child["type"], f"{resource['name']}:{child['name']}", child["props"], child_opts)
     else:
         registered = pulumi.CustomResource(resource["type"], resource["name"], props, opts)
         if resource["type"] == "kubernetes:core/v1:Namespace":

@@ -1,7 +1,8 @@
 """The fractional-pod admission policy in the real API server: the `admission` profile (only the
 policy, as a platform team adds it to an existing cluster) deployed by the real engine, then every
 case of the shared table (tests/fixtures/guide-rules) created as a server-side dry run, `kubectl
-debug`'s ephemeral containers, the exemption by label, the three modes, and destroy.
+debug`'s ephemeral containers, the exemption by label (GPU daemons only, never a fractional pod),
+the three modes, and destroy.
 
 The fork and lab profiles install the same policy; their modules check that it was in force
 before their own fractional pods (tests/integration/test_dev_stack.py, test_fork_stack.py).
@@ -177,9 +178,37 @@ def test_kubectl_debug_cannot_add_a_root_container_to_a_fractional_pod(server: K
         kubectl("-n", CASES_NAMESPACE, "delete", "pod", "kgf-debug-target", "--grace-period=0")
 
 
-def test_an_existing_namespace_is_exempt_by_its_label_and_kube_system_by_name_is_not(server: KubeClient) -> None:
+def gpu_daemon_pod(name: str, namespace: str) -> dict[str, Any]:
+    """A pod shaped like KAI's GPU reservation pod: one nvidia.com/gpu, root, no runtime class."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "kai-resource-reservation"}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "resource-reservation",
+                    "image": "busybox:1.37",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                }
+            ]
+        },
+    }
+
+
+def test_a_labelled_namespace_exempts_only_gpu_daemons_and_kube_system_by_name_nothing(server: KubeClient) -> None:
     root = fraction_pod("kgf-root-daemon", EXEMPT, runAsNonRoot=False, runAsUser=0)
-    assert dry_run_create(server, root, EXEMPT) is None, "the labelled namespace of existing GPU daemons"
+    refusal = dry_run_create(server, root, EXEMPT)
+    assert refusal is not None and POLICY_NAME in refusal and "runAsUser" in refusal, (
+        "a root fractional pod is refused in a labelled system namespace too"
+    )
+    assert dry_run_create(server, gpu_daemon_pod("kgf-gpu-daemon", EXEMPT), EXEMPT) is None, (
+        "a GPU daemon without the runtime class is admitted in a labelled system namespace"
+    )
+    refusal = dry_run_create(server, gpu_daemon_pod("kgf-gpu-daemon", "kube-system"), "kube-system")
+    assert refusal is not None and POLICY_NAME in refusal and "runtimeClassName" in refusal, (
+        "kube-system is not exempt by its name"
+    )
     in_kube_system = {**root, "metadata": {**root["metadata"], "namespace": "kube-system"}}
     refusal = dry_run_create(server, in_kube_system, "kube-system")
     assert refusal is not None and POLICY_NAME in refusal, "kube-system is not exempt by its name"

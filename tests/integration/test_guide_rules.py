@@ -30,6 +30,7 @@ pytestmark = pytest.mark.integration
 PROGRAM = Path(__file__).parent / "guide_program.py"
 GUIDE_CHARTS = REPO / "tests" / "fixtures" / "guide-rules" / "charts"
 POD_TYPES = ("kubernetes:core/v1:", "kubernetes:apps/v1:", "kubernetes:batch/v1:")
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 PACK_CASES = cases("pack")
 # Each preview runs a language host, a provider and the pack: more at once only queues on the CPUs.
 PARALLEL = max(2, (os.cpu_count() or 2))
@@ -57,6 +58,8 @@ class Run:
     result: Result
     violations: list[Violation]
     seconds: float
+    # The resources the update created (their URN names), from the engine's event log.
+    created: set[str] = field(default_factory=set)
 
 
 def has_unknowns(case: GuideCase) -> bool:
@@ -82,7 +85,7 @@ def spec_resource(case: GuideCase, resource: PulumiResource, up: bool, index: in
     if up and resource.type == "kubernetes:helm.sh/v3:Release":
         # Every release of the tier shares the control plane: give each a name of its own.
         props["name"] = f"g{index}-{props['name']}"[:53]
-    return {
+    spec = {
         "type": resource.type,
         "name": resource_name(case, resource),
         "props": props,
@@ -90,6 +93,13 @@ def spec_resource(case: GuideCase, resource: PulumiResource, up: bool, index: in
         "unknown": [list(path) for path in resource.unknown],
         "remote": resource.type == "kubernetes:helm.sh/v4:Chart",
     }
+    if resource.type == "kubernetes:helm.sh/v3:Chart":
+        # What the SDK-side Chart rendered, registered by the program as the component's children.
+        spec["children"] = [
+            {"type": c.type, "name": c.name, "props": dict(c.props), "provider": "render" if up else "offline"}
+            for c in resource.children
+        ]
+    return spec
 
 
 def stack_of(name: str, members: list[GuideCase], up: bool = False, index: int = 0) -> Stack:
@@ -131,6 +141,15 @@ def violations_in(event_log: Path) -> list[Violation]:
     return found
 
 
+def created_in(event_log: Path) -> set[str]:
+    found = set()
+    for line in event_log.read_text().splitlines():
+        metadata = (json.loads(line).get("resOutputsEvent") or {}).get("metadata") or {}
+        if metadata.get("op") in ("create", "create-replacement", "update"):
+            found.add(str(metadata.get("urn", "")).rsplit("::", 1)[-1])
+    return found
+
+
 def run(workspace: Workspace, stack: Stack, command: tuple[str, ...]) -> Run:
     spec = workspace.root / f"{stack.name}.json"
     render = workspace.root / "rendered" / stack.name
@@ -150,7 +169,8 @@ def run(workspace: Workspace, stack: Stack, command: tuple[str, ...]) -> Run:
         check=False,
         env={"KGF_GUIDE_SPEC": str(spec), "PULUMI_DEBUG_COMMANDS": "true"},
     )
-    return Run(result, violations_in(log) if log.exists() else [], time.monotonic() - started)
+    found = (violations_in(log), created_in(log)) if log.exists() else ([], set())
+    return Run(result, found[0], time.monotonic() - started, found[1])
 
 
 def verdict_errors(stack: Stack, outcome: Run, up: bool = False) -> list[str]:
@@ -168,6 +188,9 @@ def verdict_errors(stack: Stack, outcome: Run, up: bool = False) -> list[str]:
             v.resource == target and v.level == "mandatory" and token and token in v.message for v in own
         ):
             errors.append(f"{case.case}: expected a mandatory violation on {target} containing {token!r}, got {own}")
+        releases = {resource_name(case, r) for r in resources_of(case) if r.type == HELM_RELEASE}
+        if up and expect == "deny" and target in releases and target in outcome.created:
+            errors.append(f"{case.case}: {target} was created before its values were refused")
     return errors
 
 

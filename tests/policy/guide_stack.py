@@ -28,7 +28,10 @@ Phase = Literal["preview", "up"]
 NAMESPACE = "kubernetes:core/v1:Namespace"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 HELM_CHART = "kubernetes:helm.sh/v4:Chart"
-STACK_WIDE = {HELM_RELEASE, HELM_CHART}
+# pulumi_kubernetes.helm.v3.Chart: rendered by the program, its objects registered as its children.
+SDK_HELM_CHART = "kubernetes:helm.sh/v3:Chart"
+CHARTS = {HELM_CHART, SDK_HELM_CHART}
+STACK_WIDE = {HELM_RELEASE, *CHARTS}
 CLUSTER_SCOPED = {NAMESPACE, "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"}
 
 
@@ -166,7 +169,7 @@ def case_stack(case: GuideCase, phase: Phase = "preview") -> CaseStack:
             inputs, outputs = _release(resource, phase, namespace)
             depends: tuple[tuple[str, str | None], ...] = (("values", None),) if resource.unknown else ()
             found.append(StackResource(resource.type, name, inputs, outputs, depends=depends))
-        elif resource.type == HELM_CHART:
+        elif resource.type in CHARTS:
             found.append(StackResource(resource.type, name, {}, {}))
             for child in resource.children:
                 props = _object(child, phase, namespace, provider_namespace)

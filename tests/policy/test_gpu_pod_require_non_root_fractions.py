@@ -126,9 +126,24 @@ def root_pod_in(namespace: str) -> golden.Props:
     return pod
 
 
-def test_a_namespace_of_this_stack_labelled_as_a_system_namespace_is_exempt() -> None:
-    stack = [system_namespace("gpu-fractioning"), Resource(golden.POD, "daemon", root_pod_in("gpu-fractioning"))]
-    assert run_stack(policy, stack).violations == [], "system daemons may run as root in their own namespace"
+# The namespaces the program creates and labels as system namespaces (components/config/model.py
+# created_namespaces of both profiles, and KAI's reservation namespace).
+OWNED_NAMESPACES = (
+    "gpu-operator",
+    "gpu-fractioning",
+    "kai-scheduler",
+    "kai-resource-reservation",
+    "kai-resource-isolator",
+    "nvml-mock",
+)
+
+
+@pytest.mark.parametrize("namespace", OWNED_NAMESPACES)
+def test_a_root_fraction_is_refused_in_every_system_namespace_of_this_stack(namespace: str) -> None:
+    stack = [system_namespace(namespace), Resource(golden.POD, "root", root_pod_in(namespace))]
+    assert run_stack(policy, stack).violations == [MAY_RUN_AS_ROOT], (
+        "no system daemon is a fractional pod: the label exempts no fraction from the guide's rules"
+    )
 
 
 @pytest.mark.parametrize("namespace", ["kube-system", "gpu-operator", "gpu-fractioning", "kai-scheduler"])
@@ -138,27 +153,18 @@ def test_a_namespace_name_alone_exempts_nothing(namespace: str) -> None:
     )
 
 
-@pytest.mark.parametrize("value", ["false", "yes", ""])
-def test_only_the_label_value_true_exempts(value: str) -> None:
+@pytest.mark.parametrize("value", ["true", "false", "yes", "", UNKNOWN_STRING_VALUE])
+def test_no_label_value_exempts_a_fraction(value: str) -> None:
     stack = [system_namespace("team-a", value), Resource(golden.POD, "root", root_pod_in("team-a"))]
-    assert run_stack(policy, stack).violations == [MAY_RUN_AS_ROOT], 'the admission binding matches "true" only'
-
-
-def test_a_label_unknown_during_preview_is_not_applicable_and_a_known_one_decides() -> None:
-    stack = [system_namespace("team-a", UNKNOWN_STRING_VALUE), Resource(golden.POD, "root", root_pod_in("team-a"))]
     outcome = run_stack(policy, stack)
-    assert outcome.violations == [] and outcome.not_applicable, "the pod may be in a system namespace"
-    stack = [system_namespace("team-b"), Resource(golden.POD, "root", root_pod_in("team-a"))]
-    assert run_stack(policy, stack).violations == [MAY_RUN_AS_ROOT], "another namespace's label exempts nothing"
+    assert outcome.violations == [MAY_RUN_AS_ROOT] and outcome.not_applicable is None, "refused, also at preview"
 
 
-def test_a_namespace_unknown_during_preview_is_refused_when_no_namespace_of_the_stack_is_exempt() -> None:
+def test_a_namespace_unknown_during_preview_is_refused_even_beside_a_system_namespace() -> None:
     pod = root_pod_in(UNKNOWN_STRING_VALUE)
-    assert run_resource(policy, golden.POD, pod).violations == [MAY_RUN_AS_ROOT], (
-        "whatever the namespace turns out to be, the stack exempts none"
-    )
+    assert run_resource(policy, golden.POD, pod).violations == [MAY_RUN_AS_ROOT]
     outcome = run_stack(policy, [system_namespace("gpu-fractioning"), Resource(golden.POD, "root", pod)])
-    assert outcome.violations == [] and outcome.not_applicable, "the pod may land in the system namespace"
+    assert outcome.violations == [MAY_RUN_AS_ROOT], "wherever the pod lands, a root fraction is refused"
 
 
 @pytest.mark.parametrize(

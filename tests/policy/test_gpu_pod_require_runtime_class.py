@@ -87,13 +87,44 @@ def test_a_pod_without_a_gpu_request_is_ignored() -> None:
     assert run_resource(policy, golden.POD, pod).violations == [], "CPU pods keep the default runtime"
 
 
-def test_pods_in_a_system_namespace_of_this_stack_are_exempt_and_a_name_is_not_enough() -> None:
+def labelled(name: str, value: str = "true") -> Resource:
+    return Resource(NAMESPACE, name, {"metadata": {"name": name, "labels": {SYSTEM_NAMESPACE_LABEL: value}}})
+
+
+def test_gpu_daemons_in_a_system_namespace_of_this_stack_are_exempt_and_a_name_is_not_enough() -> None:
     pod = without_runtime_class(golden.whole_gpu_pod())
     pod["metadata"]["namespace"] = "gpu-operator"
     assert len(run_resource(policy, golden.POD, pod).violations) == 1, "a namespace name exempts nothing"
-    labelled = {"metadata": {"name": "gpu-operator", "labels": {SYSTEM_NAMESPACE_LABEL: "true"}}}
-    stack = [Resource(NAMESPACE, "gpu-operator", labelled), Resource(golden.POD, "daemon", pod)]
-    assert run_stack(policy, stack).violations == [], "GPU Operator daemons live in the stack's system namespace"
+    stack = [labelled("gpu-operator"), Resource(golden.POD, "daemon", pod)]
+    assert run_stack(policy, stack).violations == [], "GPU Operator validators live in the stack's system namespace"
+
+
+def test_a_fractional_pod_is_never_exempt_from_the_runtime_class() -> None:
+    pod = without_runtime_class(golden.smoke_pod())
+    pod["metadata"]["namespace"] = "kai-resource-reservation"
+    stack = [labelled("kai-resource-reservation"), Resource(golden.POD, "fraction", pod)]
+    assert run_stack(policy, stack).violations == [pod_missing("spec.runtimeClassName", "a GPU fraction")], (
+        "the system namespace's label exempts daemons that ask for no fraction, and nothing else"
+    )
+
+
+def test_a_label_unknown_during_preview_is_not_applicable_for_a_gpu_daemon_and_a_known_one_decides() -> None:
+    pod = without_runtime_class(golden.whole_gpu_pod())
+    pod["metadata"]["namespace"] = "team-a"
+    outcome = run_stack(policy, [labelled("team-a", UNKNOWN_STRING_VALUE), Resource(golden.POD, "gpu", pod)])
+    assert outcome.violations == [] and outcome.not_applicable, "the pod may be in a system namespace"
+    outcome = run_stack(policy, [labelled("team-b"), Resource(golden.POD, "gpu", pod)])
+    assert len(outcome.violations) == 1, "another namespace's label exempts nothing"
+    outcome = run_stack(policy, [labelled("team-a", "false"), Resource(golden.POD, "gpu", pod)])
+    assert len(outcome.violations) == 1, 'only "true" exempts'
+
+
+def test_a_namespace_unknown_during_preview_is_refused_when_no_namespace_of_the_stack_is_exempt() -> None:
+    pod = without_runtime_class(golden.whole_gpu_pod())
+    pod["metadata"]["namespace"] = UNKNOWN_STRING_VALUE
+    assert len(run_resource(policy, golden.POD, pod).violations) == 1, "the stack exempts no namespace"
+    outcome = run_stack(policy, [labelled("gpu-operator"), Resource(golden.POD, "gpu", pod)])
+    assert outcome.violations == [] and outcome.not_applicable, "the pod may land in the system namespace"
 
 
 @pytest.mark.parametrize("resource", ["nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared", "nvidia.com/gpumem"])

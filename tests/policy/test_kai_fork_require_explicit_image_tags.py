@@ -1,15 +1,17 @@
-"""kai-fork-require-explicit-image-tags: every fork image has an explicit tag that is a build."""
+"""kai-fork-require-explicit-image-tags: every fork image has an explicit tag that is a build (an explicit
+default tag on a v3 Release is refused on the release itself, by kai-release-disallow-unsafe-values)."""
 
 from __future__ import annotations
 
 import pytest
 from gpu_policies.facts import KAI_CONFIG
 from gpu_policies.kai_fork_require_explicit_image_tags import policy
+from gpu_policies.kai_release_disallow_unsafe_values import policy as release_policy
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from tests.policy import golden
 from tests.policy.golden import REGISTRY, TAG, Resource
-from tests.policy.harness import run_stack
+from tests.policy.harness import run_resource, run_stack
 from tests.policy.test_kai_fork_require_paired_image_tags import pop_value, prebuilt, set_deployed_tags, set_value
 
 
@@ -25,6 +27,14 @@ def default_tag(key: str, release: str, tag: str) -> str:
         f"{key} of release {release!r} is {tag!r}, a chart or Makefile default rather than your fork build; "
         "set it to the tag you built and pushed."
     )
+
+
+def both(stack: list[Resource], config: dict[str, object] | None = None) -> list[str]:
+    """What the stack policy and, on each release, the release policy report: the tag rule as a whole."""
+    found = list(run_stack(policy, stack, config).violations)
+    for resource in stack:
+        found.extend(run_resource(release_policy, resource.type, resource.props, config).violations)
+    return found
 
 
 def test_the_fork_stack_with_its_built_tag_passes() -> None:
@@ -60,7 +70,7 @@ def test_an_absent_node_agent_tag_fails() -> None:
 def test_a_default_tag_on_every_image_fails_once_per_image(tag: str) -> None:
     stack = prebuilt(golden.fork_stack())
     set_deployed_tags(stack, tag)
-    violations = run_stack(policy, stack).violations
+    violations = both(stack)
     assert len(violations) == 5, "KAI's global.tag and the four node-agent tags each fail"
     assert violations[0] == default_tag("global.tag", "kai-scheduler", tag), (
         "a chart appVersion or Makefile default is never the fork build"
@@ -78,17 +88,17 @@ def test_kai_in_nvfractions_mode_alone_still_needs_an_explicit_tag() -> None:
 
 def test_forbidden_tags_are_configurable() -> None:
     stack = prebuilt(golden.fork_stack())
-    violations = run_stack(policy, stack, {"forbiddenTags": [TAG]}).violations
+    violations = both(stack, {"forbiddenTags": [TAG]})
     assert len(violations) == 5, "a team may retire a tag through config"
     stack = prebuilt(golden.fork_stack())
     set_deployed_tags(stack, "latest")
-    assert run_stack(policy, stack, {"forbiddenTags": []}).violations == [], "an empty list forbids nothing"
+    assert both(stack, {"forbiddenTags": []}) == [], "an empty list forbids nothing"
 
 
 def test_a_per_service_tag_override_is_checked_too() -> None:
     stack = prebuilt(golden.fork_stack())
     set_value(stack, "kai-scheduler", "binder", {"runtimeClassName": "nvidia", "image": {"tag": "latest"}})
-    assert run_stack(policy, stack).violations == [default_tag("binder.image.tag", "kai-scheduler", "latest")], (
+    assert both(stack) == [default_tag("binder.image.tag", "kai-scheduler", "latest")], (
         "KAI's chart prefers <service>.image.tag over global.tag"
     )
 
@@ -96,7 +106,7 @@ def test_a_per_service_tag_override_is_checked_too() -> None:
 def test_an_explicit_default_tag_on_kai_fails_even_when_its_mode_is_unknown() -> None:
     kai = golden.kai_release()
     kai["values"]["global"].update(tag="latest", gpuSharingMode=UNKNOWN_STRING_VALUE)
-    assert run_stack(policy, [Resource(golden.RELEASE, "kai-scheduler", kai)]).violations == [
+    assert both([Resource(golden.RELEASE, "kai-scheduler", kai)]) == [
         default_tag("global.tag", "kai-scheduler", "latest")
     ], "latest is never the right KAI tag, fork or not"
 

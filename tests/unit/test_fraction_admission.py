@@ -77,12 +77,37 @@ def test_switched_off_it_installs_nothing_and_says_so(
     assert engine.created(POD), "the smoke pods still go in"
 
 
-def test_the_binding_skips_only_labelled_namespaces_never_one_by_name() -> None:
-    selector = admission_binding("deny")["spec"]["matchResources"]
-    assert set(selector) == {"namespaceSelector"}
-    assert selector["namespaceSelector"] == {
-        "matchExpressions": [{"key": fractions.SYSTEM_NAMESPACE_LABEL, "operator": "NotIn", "values": ["true"]}]
+def test_the_binding_skips_no_namespace() -> None:
+    """A fractional pod is held to the guide's rules in every namespace, the stack's own included: the
+    binding selects no namespaces, and the policy alone decides the one exemption it makes."""
+    spec = admission_binding("deny")["spec"]
+    assert "matchResources" not in spec, "no namespaceSelector: a labelled namespace is matched like any other"
+    validations = admission_policy("nvidia")["spec"]["validations"]
+    exempting = [v["expression"] for v in validations if "variables.systemNamespace" in v["expression"]]
+    assert exempting == [validations[-1]["expression"]], "only the non-fractional GPU pod rule reads the label"
+    assert exempting[0].startswith("variables.fractional || "), "and a fractional pod never gets the exemption"
+
+
+def test_the_case_table_refuses_a_root_fraction_in_every_namespace_the_program_creates() -> None:
+    """Each namespace either profile creates (and labels as a system namespace) has a deny case of a
+    root fractional pod that both tiers run, labelled as the program labels it."""
+    from components.vocabulary.kai import RESERVATION_NAMESPACE
+    from tests.guide_rules import all_cases
+
+    owned = {RESERVATION_NAMESPACE}
+    for config in (FORK, LAB):
+        owned |= parse_config(config).created_namespaces
+    refused = {
+        case.namespace.name
+        for case in all_cases()
+        if case.rule == "exemption"
+        and case.expect == "deny"
+        and case.namespace is not None
+        and case.namespace.labels.get(fractions.SYSTEM_NAMESPACE_LABEL) == "true"
+        and set(case.enforcers) == {"pack", "admission"}
+        and case.token in ("runAsNonRoot", "runAsUser")
     }
+    assert owned <= refused, f"no root-fraction case in {sorted(owned - refused)}"
 
 
 def test_the_policy_sees_every_built_in_kind_that_carries_a_pod_and_fails_closed() -> None:
@@ -97,7 +122,9 @@ def test_the_policy_sees_every_built_in_kind_that_carries_a_pod_and_fails_closed
     assert resources == {(group, r) for group, plural in MATCHED_RESOURCES for r in plural}
     assert {("", "pods/ephemeralcontainers"), ("", "replicationcontrollers"), ("batch", "cronjobs")} <= resources
     assert all(rule["operations"] == ["CREATE", "UPDATE"] for rule in spec["matchConstraints"]["resourceRules"])
-    assert all(v["expression"].startswith("!variables.fractional || (") for v in spec["validations"])
+    *fractional, gpu_pod = spec["validations"]
+    assert all(v["expression"].startswith("!variables.fractional || (") for v in fractional)
+    assert "runtimeClassName == 'nvidia'" in gpu_pod["expression"], "every other GPU pod needs the class too"
     assert all(v["messageExpression"] and v["message"] for v in spec["validations"])
 
 
@@ -253,9 +280,14 @@ def test_the_readmes_admission_profile_commands_make_a_valid_stack(run_program: 
     config = readme_admission_config()
     parsed = parse_config(config)
     assert parsed.profile == "admission" and parsed.admission.mode == "warn"
-    assert parsed.admission.exempt_namespaces == ["gpu-operator", "kai-scheduler", "gpu-fractioning"]
+    assert parsed.admission.exempt_namespaces == [
+        "gpu-operator",
+        "kai-scheduler",
+        "gpu-fractioning",
+        "kai-resource-reservation",
+    ], "KAI's reservation pods ask for a GPU without the runtime class"
     engine, _ = run_program(config)
-    assert len(engine.created(NAMESPACE_PATCH)) == 3
+    assert len(engine.created(NAMESPACE_PATCH)) == 4
 
 
 def readme_rule_table() -> dict[str, set[str]]:
@@ -296,6 +328,13 @@ SAMPLES = (
 )
 
 
+GPU_RESOURCES = (
+    *("nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb.shared"),
+    *("nvidia.com/mig-", "nvidia.com/gpumem", "amd.com/gpu", "gpu", "xnvidia.com/gpu", "nvidia.com/migrate"),
+    *("example.com/nvidia.com/gpu", "nvidia.com/vgpu", "NVIDIA.com/gpu"),
+)
+
+
 def test_the_pack_and_the_admission_policy_state_the_same_facts() -> None:
     """The pack is a package of its own and cannot import the program: each side states the facts,
     and this holds them to each other (the patterns by what they accept, as CEL's RE2 and Python's
@@ -307,6 +346,10 @@ def test_the_pack_and_the_admission_policy_state_the_same_facts() -> None:
     assert facts.SYSTEM_NAMESPACE_LABEL == fractions.SYSTEM_NAMESPACE_LABEL
     assert {facts.SYSTEM_NAMESPACE_LABEL: facts.SYSTEM_NAMESPACE_VALUE} == fractions.SYSTEM_NAMESPACE_LABELS
     assert facts.GPU_RESOURCE == nvidia.GPU_RESOURCE
+    for resource in GPU_RESOURCES:
+        assert bool(facts.GPU_RESOURCE_PATTERN.fullmatch(resource)) == bool(
+            re.search(nvidia.GPU_RESOURCE_PATTERN, resource)
+        ), resource
     assert facts.DEFAULT_RUNTIME_CLASS == nvidia.RUNTIME_CLASS
     for pack, cel in (
         (facts.FRACTION_PATTERN, fractions.FRACTION_PATTERN),

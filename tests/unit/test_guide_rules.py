@@ -139,8 +139,10 @@ def test_every_rule_has_a_deny_case_and_the_compliant_cases_the_guide_names() ->
         "compliant-fractional-deployment",
         "compliant-fractional-cronjob",
         "compliant-non-fractional-root-pod",
-        "exemption-labelled-system-namespace-runs-a-root-fraction",
-    } <= allowed, "the project's own pods, a compliant Deployment and CronJob, an exempt root fraction, a CPU pod"
+        "exemption-a-gpu-reservation-pod-in-its-system-namespace",
+        "gpu-runtime-class-whole-gpu-with-the-class",
+    } <= allowed, "the project's own pods, a compliant Deployment and CronJob, an exempt GPU daemon, a CPU pod"
+    assert "exemption-labelled-system-namespace-runs-a-root-fraction" not in allowed, "no namespace exempts a fraction"
 
 
 def test_each_enforcer_gets_its_own_cases_and_a_bad_name_fails() -> None:
