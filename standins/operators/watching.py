@@ -5,6 +5,7 @@ delay one of them waits out has passed, and at a periodic resync. Idle, nothing 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,8 +28,10 @@ WATCHED = (
     "/apis/kai.scheduler/v1/schedulingshards",
     "/apis/gpu-fractioning.kai.scheduler/v1alpha1/gpufractioningconfigs",
 )
+# Watched too, for the kinds above whose CRD comes with a chart: its changes say when to try them again.
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # A controller's full resync: a safety net for anything a watch missed, never the way work is noticed.
-RESYNC_SECONDS = 15.0
+RESYNC_SECONDS = 30.0
 # How long a burst of events (a chart's install) is gathered into one round of the operators.
 SETTLE_SECONDS = 0.05
 # The least time from one round's start to the next's: a busy cluster (a test's pods, the rounds'
@@ -38,8 +41,13 @@ MIN_ROUND_SECONDS = 0.25
 RETRY_SECONDS = 1.0
 # A watch the API server ends after this long is opened again (the server's own default is 30-60 min).
 WATCH_SECONDS = 300
-# After a failed watch (a kind not served yet: its CRD comes with a chart later; a restarting API server).
+# After a failed watch (a restarting API server; a kind whose CRD changed a moment ago, which the
+# API server serves a little after the CRD says Established).
 RECONNECT_SECONDS = 2.0
+# A kind not served (404) while no CRD changes is tried again after this long, or at the next change.
+NOT_SERVED_SECONDS = 30.0
+# How long after a CRD's change a kind not served is still tried every RECONNECT_SECONDS.
+CRD_SETTLE_SECONDS = 10.0
 
 
 @dataclass
@@ -81,6 +89,32 @@ def next_round(now: float, last_round: float, deadline: float | None, failed: bo
     return max(now, min(due))
 
 
+class Kinds:
+    """Counts the changes of CRDs, so that the watch of a kind not served yet waits for one
+    instead of asking every few seconds."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._changed = threading.Condition()
+        self._clock = clock
+        self.count = 0
+        self._last = -math.inf
+
+    def changed(self) -> None:
+        with self._changed:
+            self.count += 1
+            self._last = self._clock()
+            self._changed.notify_all()
+
+    def wait_until_served(self, seen: int, stop: threading.Event) -> None:
+        """After a 404 of a watch opened when the count was `seen`: until the next CRD change (or
+        NOT_SERVED_SECONDS) when none came lately, else RECONNECT_SECONDS."""
+        with self._changed:
+            if self.count == seen and self._clock() - self._last >= CRD_SETTLE_SECONDS:
+                self._changed.wait_for(lambda: self.count != seen, timeout=NOT_SERVED_SECONDS)
+                return
+        stop.wait(RECONNECT_SECONDS)
+
+
 class Gone(Exception):
     """The resource version a watch asked for is too old (410): start again from the current state."""
 
@@ -106,34 +140,49 @@ Opener = Callable[[str, str], Iterable[bytes]]
 
 
 def watch_forever(
-    open_watch: Opener, url: str, alarm: Alarm, stop: threading.Event, log: Callable[[str], None]
+    open_watch: Opener,
+    url: str,
+    alarm: Alarm,
+    stop: threading.Event,
+    log: Callable[[str], None],
+    kinds: Kinds | None = None,
 ) -> None:
     """Follows `url` until `stop`: rings on every change, reopens from the last resource version
     after a break, from the current state (every object ADDED again) after 410 Gone, and waits a
-    moment after a failure."""
+    moment after a failure; a kind not served yet waits for a CRD to change (`kinds`, which the
+    watch of CRDS counts)."""
     version = ""
     while not stop.is_set():
+        seen = kinds.count if kinds else 0
         try:
             for kind, obj in watch_events(open_watch(url, version)):
                 version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
                 if kind != "BOOKMARK":
                     alarm.ring()
+                    if kinds and url == CRDS:
+                        kinds.changed()
         except Gone:
             version = ""
             alarm.ring()  # events may have been missed: look at everything again
+            if kinds and url == CRDS:
+                kinds.changed()
         except Exception as error:  # the kind is not served yet, or the API server restarts
             if getattr(error, "status", None) == 410:  # Gone as the response's status, not an event
                 version = ""
                 alarm.ring()
+            if getattr(error, "status", None) == 404 and kinds:
+                kinds.wait_until_served(seen, stop)
+                continue
             if "404" not in str(error):
                 log(f"watch {url}: {error!r}")
             stop.wait(RECONNECT_SECONDS)
 
 
 def start_watches(open_watch: Opener, alarm: Alarm, stop: threading.Event, log: Callable[[str], None]) -> None:
-    for url in WATCHED:
+    kinds = Kinds()
+    for url in (*WATCHED, CRDS):
         threading.Thread(
-            target=watch_forever, args=(open_watch, url, alarm, stop, log), name=f"watch {url}", daemon=True
+            target=watch_forever, args=(open_watch, url, alarm, stop, log, kinds), name=f"watch {url}", daemon=True
         ).start()
 
 

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Iterator
 
 import pytest
 
 from standins.operators.cluster import FirstSeen
 from standins.operators.watching import (
+    CRDS,
     MIN_ROUND_SECONDS,
+    NOT_SERVED_SECONDS,
     RESYNC_SECONDS,
     RETRY_SECONDS,
     Alarm,
     Gone,
+    Kinds,
     next_round,
     run_rounds,
     watch_events,
@@ -139,6 +143,38 @@ def test_a_410_response_when_the_watch_opens_starts_again_from_the_current_state
     watches = FakeWatches([[line("MODIFIED", versioned("5"))], GoneResponse("Gone"), []], stop)
     watch_forever(watches, "/api/v1/pods", alarm, stop, lambda _: None)
     assert watches.asked == ["", "5", "", ""]
+
+
+class NotFound(Exception):
+    """What the kubernetes client raises for a kind the API server does not serve."""
+
+    status = 404
+
+
+def test_a_kind_not_served_is_tried_again_when_a_crd_changes_not_every_few_seconds() -> None:
+    stop, alarm, kinds = threading.Event(), Alarm(), Kinds()
+    watches = FakeWatches([NotFound("(404)"), [line("ADDED", versioned("3"))]], stop)
+    threading.Timer(0.3, kinds.changed).start()
+    started = time.monotonic()
+    watch_forever(watches, "/apis/nvidia.com/v1/clusterpolicies", alarm, stop, print, kinds)
+    assert 0.25 <= time.monotonic() - started < NOT_SERVED_SECONDS / 2
+    assert watches.asked == ["", "", "3"]
+
+
+def test_a_kind_not_served_just_after_a_crd_changed_is_tried_again_soon() -> None:
+    stop, kinds = threading.Event(), Kinds()
+    kinds.changed()  # its CRD says Established: the API server serves it a moment later
+    stop.set()  # so that the short wait returns at once
+    started = time.monotonic()
+    kinds.wait_until_served(kinds.count, stop)
+    assert time.monotonic() - started < 1.0, "no wait for a further change"
+
+
+def test_the_watch_of_crds_counts_their_changes_but_not_bookmarks() -> None:
+    stop, alarm, kinds = threading.Event(), Alarm(), Kinds()
+    stream = [line("ADDED", versioned("1")), line("BOOKMARK", versioned("2")), line("MODIFIED", versioned("3"))]
+    watch_forever(FakeWatches([stream], stop), CRDS, alarm, stop, print, kinds)
+    assert kinds.count == 2
 
 
 def test_a_bookmark_alone_wakes_nobody() -> None:
