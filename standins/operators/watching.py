@@ -5,6 +5,7 @@ delay one of them waits out has passed, and at a periodic resync. Idle, nothing 
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -122,8 +123,6 @@ class Gone(Exception):
 def watch_events(lines: Iterable[bytes]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(type, object) of each event of a watch stream, one JSON document a line; raises Gone on the
     API server's 410 (an ERROR event whose Status has code 410)."""
-    import json
-
     for line in lines:
         if not line.strip():
             continue
