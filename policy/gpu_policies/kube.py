@@ -37,7 +37,10 @@ BUILT_IN_POD_PATHS: Mapping[str, tuple[str, ...]] = {
 # Any other Kubernetes resource, a custom resource of an operator included (a Kubeflow PyTorchJob's
 # spec.pytorchReplicaSpecs.<role>.template, a RayCluster's spec.workerGroupSpecs[i].template, a JobSet's
 # spec.replicatedJobs[i].template.spec.template), is searched for pod templates wherever they sit: any
-# mapping below the resource's root whose `spec.containers` is a list. Component resources that install
+# mapping below the resource's root whose `spec.containers` is a list. A mapping whose own `containers`
+# is a list is a bare pod spec (KServe's spec.predictor, Dynamo's spec.services.<name>.extraPodSpec): its
+# operator puts the nearest annotations around it on the pods (its own `metadata.annotations` or
+# `annotations`, a parent's, up to the resource's own metadata.annotations). Component resources that install
 # charts or files hold values, not objects: their rendered children are resources of their own.
 NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml", "kubernetes:kustomize/")
 # How deep the search looks; a real object nests its pod templates a few levels down.
@@ -60,7 +63,9 @@ class PodView:
     pack cannot see, so only what the patch sets can be judged.
     """
 
-    prefix: str
+    # Where the pod's spec and its metadata sit, as a message names a field: `spec.template.spec.`.
+    spec_path: str
+    metadata_path: str
     namespace: str | Unknown
     annotations: Mapping[str, Any] | Unknown
     label_keys: frozenset[str]
@@ -69,10 +74,10 @@ class PodView:
     partial: bool
 
     def field(self, name: str) -> str:
-        return f"{self.prefix}spec.{name}"
+        return f"{self.spec_path}{name}"
 
     def metadata_field(self, name: str) -> str:
-        return f"{self.prefix}metadata.{name}"
+        return f"{self.metadata_path}{name}"
 
     def value(self, *path: str) -> Any:
         """A field of the pod spec: its value, None when absent, or UNKNOWN."""
@@ -140,15 +145,28 @@ def _is_template(node: Any) -> bool:
     return isinstance(node, Mapping) and is_list(peek(node, "spec", "containers"))
 
 
-def _templates_within(props: Mapping[str, Any]) -> list[Path]:
-    """Every pod template below the root of a resource, depth first, not looking inside a template."""
-    found: list[Path] = []
+def _is_bare_spec(node: Any) -> bool:
+    return isinstance(node, Mapping) and is_list(peek(node, "containers"))
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where a pod sits in a resource: a template (`metadata` and `spec`) or a bare pod spec."""
+
+    path: Path
+    bare: bool = False
+
+
+def _templates_within(props: Mapping[str, Any]) -> list[Found]:
+    """Every pod template and bare pod spec below the root of a resource, depth first, not looking
+    inside one."""
+    found: list[Found] = []
 
     def walk(node: Any, path: Path) -> None:
         if len(path) > MAX_TEMPLATE_DEPTH:
             return
-        if path and _is_template(node):
-            found.append(path)
+        if path and (_is_template(node) or _is_bare_spec(node)):
+            found.append(Found(path, bare=not _is_template(node)))
             return
         if isinstance(node, Mapping):
             for key in list(node):
@@ -163,12 +181,12 @@ def _templates_within(props: Mapping[str, Any]) -> list[Path]:
     return found
 
 
-def _template_paths(resource_type: str, props: Mapping[str, Any]) -> tuple[list[Path], bool]:
+def _template_paths(resource_type: str, props: Mapping[str, Any]) -> tuple[list[Found], bool]:
     if not resource_type.startswith("kubernetes:") or resource_type.startswith(NOT_OBJECTS):
         return [], False
     kind, patch = _kind(resource_type)
     if kind in BUILT_IN_POD_PATHS:
-        return [BUILT_IN_POD_PATHS[kind]], patch
+        return [Found(BUILT_IN_POD_PATHS[kind])], patch
     return _templates_within(props), patch
 
 
@@ -211,29 +229,48 @@ def _resource_names(container: Mapping[str, Any]) -> frozenset[str] | Unknown:
     return frozenset(names)
 
 
-def _label_keys(props: Mapping[str, Any], path: Path) -> frozenset[str]:
-    # KAI's pod-grouper reads the queue label from the top owner first, so every level counts.
+def _label_keys(props: Mapping[str, Any], path: Path, bare: bool) -> frozenset[str]:
+    # KAI's pod-grouper reads the queue label from the top owner first, so every level counts; around
+    # a bare pod spec, labels may sit beside it as annotations do.
     found: set[str] = set()
     for depth in range(len(path) + 1):
-        labels = _at(props, (*path[:depth], "metadata", "labels"))
-        if isinstance(labels, Mapping):
-            found.update(labels)
+        for where in ((*path[:depth], "metadata", "labels"), *([(*path[:depth], "labels")] if bare else [])):
+            labels = _at(props, where)
+            if isinstance(labels, Mapping):
+                found.update(labels)
     return frozenset(found)
 
 
-def _pod_at(props: Mapping[str, Any], path: Path, partial: bool) -> PodView | None:
-    spec = _at(props, (*path, "spec"))
+def _nearest_annotations(props: Mapping[str, Any], path: Path) -> tuple[Any, Path]:
+    """The annotations nearest a bare pod spec at `path`, and where they sit."""
+    for depth in range(len(path), -1, -1):
+        for where in ((*path[:depth], "metadata"), path[:depth]):
+            annotations = _at(props, (*where, "annotations"))
+            if annotations is not None:
+                return annotations, where
+    return None, ("metadata",)
+
+
+def _pod_at(props: Mapping[str, Any], at: Found, partial: bool) -> PodView | None:
+    path = at.path
+    spec = _at(props, path if at.bare else (*path, "spec"))
     if not isinstance(spec, Mapping) or (not spec and not partial):
         if not partial:
             return None
         spec = {}
-    annotations = _at(props, (*path, "metadata", "annotations"))
+    if at.bare:
+        annotations, metadata = _nearest_annotations(props, path)
+        spec_path = _prefix(path)
+    else:
+        annotations, metadata = _at(props, (*path, "metadata", "annotations")), (*path, "metadata")
+        spec_path = _prefix((*path, "spec"))
     namespace = peek(props, "metadata", "namespace")
     return PodView(
-        prefix=_prefix(path),
+        spec_path=spec_path,
+        metadata_path=_prefix(metadata),
         namespace=namespace if isinstance(namespace, (str, Unknown)) and namespace else DEFAULT_NAMESPACE,
         annotations=annotations if isinstance(annotations, (Mapping, Unknown)) else {},
-        label_keys=_label_keys(props, path),
+        label_keys=_label_keys(props, path, at.bare),
         spec=spec,
         containers=_containers(spec),
         partial=partial,
@@ -242,12 +279,12 @@ def _pod_at(props: Mapping[str, Any], path: Path, partial: bool) -> PodView | No
 
 def pod_views(resource_type: str, props: Mapping[str, Any]) -> list[PodView]:
     """The pods a resource creates: a Pod itself, the template of a built-in workload, or every pod
-    template a custom resource embeds; none for anything else.
+    template and bare pod spec a custom resource embeds; none for anything else.
 
     A workload's own metadata.annotations never reach its pods, so only the template's count.
     """
-    paths, partial = _template_paths(resource_type, props)
-    found = (_pod_at(props, path, partial) for path in paths)
+    places, partial = _template_paths(resource_type, props)
+    found = (_pod_at(props, place, partial) for place in places)
     return [pod for pod in found if pod is not None]
 
 
