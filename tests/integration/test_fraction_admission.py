@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,12 +24,14 @@ from components.config.model import GPU_PROFILES, SmokeTestConfig
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
 from components.proofs.smoke import SMOKE_POD_NAMES, smoke_pod_manifest
 from components.vocabulary.fractions import POLICY_NAME, SYSTEM_NAMESPACE_LABEL
+from tests.attack_corpus import corpus, expected_misses, figures
 from tests.guide_rules import GuideCase, cases
 from tests.integration.admission import api_server, dry_run_create
-from tests.integration.workspace import Workspace, kubectl, kubectl_json, wait_until
+from tests.integration.workspace import REPO, Workspace, kubectl, kubectl_json, wait_until
 
 pytestmark = pytest.mark.integration
 STACK = "admission"
+README = REPO / "README.md"
 # Where a case that names no namespace is created, and an existing namespace of someone else's
 # privileged GPU daemons, which the stack labels as a system namespace.
 CASES_NAMESPACE = "kgf-guide-cases"
@@ -113,6 +116,32 @@ def test_every_case_of_the_shared_table(server: KubeClient, case: GuideCase) -> 
     assert case.token is not None, f"{case.case}: a deny case names its token"
     assert f"ValidatingAdmissionPolicy '{POLICY_NAME}'" in refusal, f"{case.case}: refused by something else: {refusal}"
     assert case.token in refusal, f"{case.case}: the message must name {case.token!r}: {refusal}"
+
+
+def test_the_attack_corpus_gets_past_only_the_recorded_gaps(server: KubeClient) -> None:
+    """tests/attack_corpus.py as server-side dry runs: an attack counts as stopped whether the policy or
+    the API server's own validation refused it; a compliant entry must be admitted."""
+    entries = corpus("admission")
+    refused: dict[str, str] = {}
+    for entry in entries:
+        assert entry.case.manifest is not None
+        manifest = copy.deepcopy(entry.case.manifest)
+        namespace = manifest["metadata"].setdefault("namespace", namespace_for(entry.case))
+        refusal = dry_run_create(server, manifest, namespace)
+        if refusal is not None:
+            refused[entry.case.case] = (
+                "policy" if f"ValidatingAdmissionPolicy '{POLICY_NAME}'" in refusal else "api-server"
+            )
+    row = figures("admission", entries, refused)
+    by_server = Counter(e.technique for e in entries if refused.get(e.case.case) == "api-server")
+    print(row, "\nrefused by the API server's own validation:", dict(by_server))  # noqa: T201
+    missed = {e.case.case for e in entries if e.case.expect == "deny" and e.case.case not in refused}
+    false_positives = sorted(e.case.case for e in entries if e.case.expect == "allow" and e.case.case in refused)
+    assert false_positives == [], f"compliant entries refused: {false_positives}"
+    expected = expected_misses("admission", entries)
+    assert sorted(missed - expected) == [], "attacks admitted that gaps.yaml does not record"
+    assert sorted(expected - missed) == [], "recorded gaps the cluster now refuses: remove them from gaps.yaml"
+    assert row in README.read_text(), f"the README's figures are not the admission policy's: {row}"
 
 
 def project_pods() -> list[tuple[str, dict[str, Any]]]:
