@@ -8,7 +8,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationPolicy
 
 from .props import Unknown, Violation, stack_validation
-from .releases import Component, Release, chart_of, rendered_charts
+from .releases import Component, Release, chart_of, rendered_charts, unrendered_charts
 
 KEY = "global.nvFractions.set"
 FIX = "leave it at false and install the fork's chart as its own release."
@@ -37,7 +37,7 @@ def release_violation(release: Release) -> str | None:
 def check_nvfractions_subchart(resources: Sequence[PolicyResource], _config: Mapping[str, Any]) -> list[Violation]:
     """A chart resource (a v4 Chart, or the SDK-side v3 Chart) that renders KAI with the gpu-fractioning
     subchart; a v3 Release's values are judged on the release itself by kai-release-disallow-unsafe-values."""
-    return [
+    found = [
         Violation(
             f"Chart {rendered.label!r} renders KAI together with the gpu-fractioning subchart ({KEY} is on), "
             f"which installs upstream gpu-fractioning from ghcr.io instead of your fork; {FIX}",
@@ -46,6 +46,9 @@ def check_nvfractions_subchart(resources: Sequence[PolicyResource], _config: Map
         for rendered in rendered_charts(resources)
         if chart_of(rendered) is Component.KAI_SCHEDULER and Component.GPU_FRACTIONING in rendered.components
     ]
+    if not found and (unrendered := unrendered_charts(resources)) is not None:
+        raise unrendered
+    return found
 
 
 policy = StackValidationPolicy(

@@ -35,7 +35,7 @@ from .facts import (
     KAI_CONFIG,
     KAI_CRDS,
 )
-from .props import UNKNOWN, Unknown, peek
+from .props import UNKNOWN, NotApplicable, Unknown, peek
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 HELM_CHART = "kubernetes:helm.sh/v4:Chart"
@@ -263,6 +263,21 @@ def rendered_charts(resources: Sequence[PolicyResource]) -> list[RenderedChart]:
         )
         for urn, found in children.items()
     ]
+
+
+def unrendered_charts(resources: Sequence[PolicyResource]) -> NotApplicable | None:
+    """Why chart resources that rendered nothing cannot be judged yet: the kubernetes provider renders a
+    v4 Chart only once all its inputs are known, and registers it alone during such a preview
+    (pulumi-kubernetes v4.25.0 provider/pkg/provider/helm/v4/chart.go, "Preview is incomplete")."""
+    empty = sorted(rendered.label for rendered in rendered_charts(resources) if not rendered.children)
+    if not empty:
+        return None
+    return NotApplicable(
+        f"Not checked during preview: chart {', '.join(repr(name) for name in empty)} rendered nothing, as a v4 "
+        "Chart does while one of its inputs is unknown; `up` checks what it renders once the update has created "
+        "it, so make its values known at preview (or install it with a helm.sh/v3 Release) to have it checked "
+        "before."
+    )
 
 
 def chart_of(rendered: RenderedChart) -> Component | None:

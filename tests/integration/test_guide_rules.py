@@ -218,7 +218,7 @@ def test_every_pack_case_gets_its_verdict_at_preview(workspace: Workspace) -> No
     errors = []
     for stack, (outcome,) in zip(stacks, runs, strict=True):
         if "error:" in outcome.result.output and not outcome.violations:
-            errors.append(f"{stack.name} did not preview:\n{outcome.result.output[-3000:]}")
+            errors.append(f"{stack.name} did not preview:\n{outcome.result.output[-6000:]}")
         errors.extend(verdict_errors(stack, outcome))
     slowest = ", ".join(f"{stack.name} {outcome.seconds:.0f}s" for stack, (outcome,) in zip(stacks, runs, strict=True))
     print(f"{len(PACK_CASES)} cases in {len(stacks)} previews: {elapsed:.1f}s ({slowest})")  # noqa: T201

@@ -7,7 +7,8 @@ Any other unknown value of a Kubernetes object reaches the pack as the SDK's unk
 a Release loses every unknown value from its checked inputs and keeps `version` as given (with
 every input known, Check sets it to the loaded chart's version). A stack policy sees outputs, where
 a Release's `status` is unknown until the update ran, and the dependencies of each property. A v4
-Chart's own inputs reach the pack as {}; what it renders are its children.
+Chart's own inputs reach the pack as {}; what it renders are its children, none during a preview in
+which one of its inputs is unknown.
 """
 
 from __future__ import annotations
@@ -171,7 +172,10 @@ def case_stack(case: GuideCase, phase: Phase = "preview") -> CaseStack:
             found.append(StackResource(resource.type, name, inputs, outputs, depends=depends))
         elif resource.type in CHARTS:
             found.append(StackResource(resource.type, name, {}, {}))
-            for child in resource.children:
+            # The provider renders a v4 Chart only once every input is known; during a preview with one
+            # unknown it registers the component alone ("Preview is incomplete", helm/v4/chart.go).
+            rendered = not (resource.type == HELM_CHART and resource.unknown and phase == "preview")
+            for child in resource.children if rendered else ():
                 props = _object(child, phase, namespace, provider_namespace)
                 found.append(StackResource(child.type, f"{name}:{child.name}", props, props, parent=name))
         else:

@@ -139,3 +139,15 @@ def test_the_release_policy_refuses_at_up_what_preview_could_not_know() -> None:
     assert [v for v in run_resource(release_policy, golden.RELEASE, at_up).violations if "nvFractions" in v], (
         "the string 'false' keeps the subchart on"
     )
+
+
+def test_a_v4_chart_that_rendered_nothing_at_preview_is_named_as_not_checked() -> None:
+    """The provider registers a v4 Chart alone while one of its inputs is unknown: the preview says which
+    chart went unchecked instead of passing it in silence."""
+    chart = Resource("kubernetes:helm.sh/v4:Chart", "kai", {})
+    outcome = run_stack(policy, [chart])
+    assert outcome.violations == []
+    assert outcome.not_applicable is not None and "'kai' rendered nothing" in outcome.not_applicable, outcome
+    crd = Resource(CRD, "kai:configs.kai.scheduler", {"metadata": {"name": "configs.kai.scheduler"}})
+    rendered = run_stack(policy, [chart, crd], parents={"kai:configs.kai.scheduler": "kai"})
+    assert rendered.not_applicable is None, "a chart that rendered its objects is judged"
