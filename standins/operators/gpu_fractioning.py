@@ -116,7 +116,8 @@ class GpuFractioningOperator:
         daemonsets: dict[str, Json | None] = {}
         if self.first_seen.reached(config, now, delay):
             for component in COMPONENTS:
-                body = daemonset(component, namespace, config, env)
+                deploy_client = knobs.choice("gpu-fractioning-deploy-client-selector", DEPLOY_CLIENT_CHOICES)
+                body = daemonset(component, namespace, config, env, deploy_client == "present")
                 daemonsets[component] = ensure(cluster, path("apps/v1", "daemonsets", namespace), body)
         conditions = readiness(daemonsets, gpu_operator_not_ready(cluster))
         self._conditions(cluster, config, [*conditions, driver_upgrade(cluster)])
@@ -183,7 +184,29 @@ class GpuFractioningOperator:
                 record_mpsd_stop(cluster, operator_runs)
 
 
-def daemonset(component: str, namespace: str, config: Json, env: dict[str, str]) -> Json:
+UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+# The fork's daemons run only where the GPU Operator's upgrade state machine is absent or done, so the
+# DaemonSet controller removes them from a node the moment it is labelled for a driver upgrade
+# (driverupgrade.go driverUpgradeNodeAffinity, ../shared/reference/day2-upstream.md section 5.2).
+UPGRADE_AFFINITY: Json = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": UPGRADE_STATE_LABEL, "operator": "DoesNotExist"}]},
+                {"matchExpressions": [{"key": UPGRADE_STATE_LABEL, "operator": "In", "values": ["upgrade-done"]}]},
+            ]
+        }
+    }
+}
+# Newer fork versions also select the nodes the GPU Operator labels `gpu.deploy.client`, so the
+# driver-manager pauses them and waits for them before it unloads (driverupgrade.go DaemonNodeSelector,
+# day2-upstream.md section 5.2); whether the pin has it is not known, so it is the knob
+# `gpu-fractioning-deploy-client-selector`: absent (the default) or present.
+DEPLOY_CLIENT_SELECTOR = {"nvidia.com/gpu.deploy.client": "true"}
+DEPLOY_CLIENT_CHOICES = ("absent", "present")
+
+
+def daemonset(component: str, namespace: str, config: Json, env: dict[str, str], deploy_client: bool = False) -> Json:
     spec = config.get("spec") or {}
     selector = {"app.kubernetes.io/managed-by": "gpu-fractioning", "app.kubernetes.io/component": component}
     image = f"{env.get(f'{component.upper()}_IMAGE_REPOSITORY')}:{env.get(f'{component.upper()}_IMAGE_TAG')}"
@@ -196,7 +219,8 @@ def daemonset(component: str, namespace: str, config: Json, env: dict[str, str])
         if limits:
             containers[0]["resources"] = {"limits": limits}
     pod_spec: dict[str, Any] = {
-        "nodeSelector": spec.get("nodeSelector") or {},
+        "nodeSelector": {**(spec.get("nodeSelector") or {}), **(DEPLOY_CLIENT_SELECTOR if deploy_client else {})},
+        "affinity": UPGRADE_AFFINITY,
         "tolerations": spec.get("tolerations") or [],
         "hostPID": True,
         "containers": containers,
@@ -249,7 +273,6 @@ def readiness(daemonsets: dict[str, Json | None], gpu_operator: str | None) -> l
 CONFIG_CONDITIONS = yaml.safe_load(
     (Path(__file__).parents[1] / "upstream/gpu-fractioning/config-conditions.yaml").read_text()
 )
-UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 
 
 def driver_upgrade(cluster: Cluster) -> Condition:

@@ -2,7 +2,9 @@
 
 Each key names a stand-in's slow part and holds seconds, or `never` for a stand-in that never does
 its work (an operator that is not running, a driver that never loads); `mpsd-log-format` chooses
-the format the stand-in mpsd logs in (`json`, the default, or `text`). Missing keys take the
+the format the stand-in mpsd logs in (`json`, the default, or `text`);
+`gpu-fractioning-deploy-client-selector` whether the daemons also select `nvidia.com/gpu.deploy.client`
+(`absent`, the default, as the pinned fork is assumed to be, or `present`, as newer forks are). Missing keys take the
 defaults below: short, so the local deployment is quick, but never zero, so a gate that did not
 wait would fail.
 """
