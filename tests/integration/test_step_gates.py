@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from standins.operators.gpu_fractioning import UPGRADE_STATE_LABEL
+from standins.operators.fractioning_daemons import UPGRADE_STATE_LABEL
 from tests.integration.conftest import leftovers, stand_in_operators
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, wait_until

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from standins.operators.gpu_fractioning import UPGRADE_STATE_LABEL, daemonset
+from standins.operators.fractioning_daemons import UPGRADE_STATE_LABEL, daemonset
 
 CONFIG: dict[str, Any] = {
     "apiVersion": "gpu-fractioning.kai.scheduler/v1alpha1",
