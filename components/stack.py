@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components import helm
 from components.cluster.engine import ClusterAccess
-from components.config.model import StackConfig, is_kubeconfig_contents
+from components.config.model import ADMISSION_OFF, StackConfig, is_kubeconfig_contents
 from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
 from components.forks.registry import RegistryCredentials
 from components.forks.supply import fork_images, fork_source
@@ -25,7 +25,7 @@ from components.gpu_cluster.fraction_admission import FractionAdmission
 from components.gpu_cluster.gpu_fractioning import GpuFractioning, gpu_fractioning_values
 from components.gpu_cluster.gpu_operator import GpuOperator
 from components.gpu_cluster.kai_scheduler import KaiKeptObjects, KaiScheduler, kai_fork_values, kai_lab_values
-from components.gpu_cluster.smoke_pods import SmokePods
+from components.gpu_cluster.smoke_pods import SmokePods, smoke_spec
 from components.lab.gpu_node_labels import GpuNodeLabels
 from components.lab.isolator import Isolator
 from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, SHARED_POD, LabPods
@@ -35,7 +35,6 @@ from components.preflight.decisions import Expectations
 from components.preflight.run import PreflightSpec, run_preflight
 from components.proofs.lab import AllocatableSpec, LabSpec
 from components.proofs.resources import GpusAllocatable, LabProof, SmokeProof
-from components.proofs.smoke import SMOKE_POD_NAMES, SmokeSpec
 from components.vocabulary.fractioning import mpsd_memory_limit_mib, nri_socket_path
 from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH
 
@@ -113,20 +112,27 @@ def gate_spec(config: StackConfig, step: Step) -> GateSpec:
     return GateSpec(step, PROBE_NAMESPACE, timeout, admission_mode=mode)
 
 
+def installed(config: StackConfig, upto: str, *releases: k8s.helm.v3.Release | None) -> pulumi.Output[Any]:
+    """What a gate or a proof runs again on: the GPU-side versions up to `upto` in install order (a new
+    driver is a new install for every step after it) and the revisions of the releases up to there."""
+    revisions = [release.status.revision for release in releases if release is not None]
+    return pulumi.Output.all(versions=config.gpu_side_versions_up_to(upto), revisions=revisions)
+
+
 def gate(
     config: StackConfig,
     access: ClusterAccess,
     step: Step,
-    release: k8s.helm.v3.Release | None,
+    triggers: pulumi.Input[Any] | None,
     after_step: pulumi.Resource | None,
 ) -> StepGate:
     """The guide's verification after `step`, run once the step is installed and again whenever its
-    release gets a new revision."""
+    `triggers` change."""
     return StepGate(
         f"{step}-ready",
         gate_spec(config, step),
         access=access,
-        triggers=release.status.revision if release is not None else None,
+        triggers=triggers,
         opts=pulumi.ResourceOptions(depends_on=[after_step] if after_step is not None else []),
     )
 
@@ -141,13 +147,6 @@ def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) ->
     findings = run_preflight(spec, access) if spec is not None else []
     outputs = deploy_lab(config, access) if config.profile == "lab" else deploy_forks(config, access, registry_password)
     return {**outputs, "preflight": findings}
-
-
-ADMISSION_OFF = (
-    "admission.enabled is false: no admission policy holds the cluster's fractional pods to the guide's "
-    "rules, so a pod that runs as root, or outside the nvidia runtime, can raise its own GPU share or reach "
-    "its neighbours' MPS pipes; the policy pack sees only the pods a Pulumi program registers"
-)
 
 
 def admission(config: StackConfig, access: ClusterAccess, cluster: pulumi.ResourceOptions) -> StepGate | None:
@@ -190,7 +189,8 @@ def deploy_forks(
     admission_ready = admission(config, access, cluster)
     operator = GpuOperator("gpu-operator", config.gpu_operator, opts=cluster) if config.gpu_operator.enabled else None
     # Also when the cluster's GPU Operator is managed elsewhere: KAI needs what it sets up.
-    operator_ready = gate(config, access, "gpu-operator", operator.release if operator else None, operator)
+    operator_release = operator.release if operator else None
+    operator_ready = gate(config, access, "gpu-operator", installed(config, "gpuOperator", operator_release), operator)
     kai = KaiScheduler(
         "kai-scheduler",
         config.kai,
@@ -206,7 +206,9 @@ def deploy_forks(
         # pushed and verified images is an explicit edge too.
         opts=after(cluster, operator_ready, kai_fork.images),
     )
-    kai_ready = gate(config, access, "kai-scheduler", kai.release, kai)
+    kai_ready = gate(
+        config, access, "kai-scheduler", installed(config, "kaiScheduler", operator_release, kai.release), kai
+    )
     # KAI's webhooks refuse every Queue patch until they answer, which its gate waits for.
     KaiKeptObjects(kai, opts=after(cluster, kai_ready))
     fractioning = GpuFractioning(
@@ -225,7 +227,10 @@ def deploy_forks(
         # The node agents serve KAI's annotations, and KAI's operator waits for their config.
         opts=after(cluster, kai_ready, fractioning_fork.images),
     )
-    fractioning_ready = gate(config, access, "gpu-fractioning", fractioning.release, fractioning)
+    releases = (operator_release, kai.release, fractioning.release)
+    fractioning_ready = gate(
+        config, access, "gpu-fractioning", installed(config, "gpuFractioning", *releases), fractioning
+    )
     outputs: dict[str, Any] = {
         "imageTag": config.forks.image_tag,
         "imageDigests": pulumi.Output.all(
@@ -245,29 +250,27 @@ def deploy_forks(
         smoke = SmokePods("smoke-test", config.smoke_test, opts=after(cluster, fractioning_ready, admission_ready))
         outputs["smokePods"] = smoke.names
         if config.smoke_test.prove:
-            outputs["proof"], outputs["proofReport"] = prove_smoke_pods(config, access, smoke, kai, fractioning)
+            proof = prove_smoke_pods(config, access, smoke, installed(config, "images", *releases))
+            outputs.update(proof=proof.results, proofReport=proof.report, provedOn=proved_on(proof))
     return outputs
 
 
+def proved_on(proof: SmokeProof | LabProof) -> pulumi.Output[Any]:
+    """The versions the proof last held on: its outputs change only when it runs and holds."""
+    return proof.triggers.apply(lambda triggers: triggers["versions"])
+
+
 def prove_smoke_pods(
-    config: StackConfig, access: ClusterAccess, smoke: SmokePods, kai: KaiScheduler, fractioning: GpuFractioning
-) -> tuple[pulumi.Output[Any], pulumi.Output[str]]:
-    proof = SmokeProof(
+    config: StackConfig, access: ClusterAccess, smoke: SmokePods, triggers: pulumi.Output[Any]
+) -> SmokeProof:
+    return SmokeProof(
         "smoke-proof",
-        SmokeSpec(
-            pods=SMOKE_POD_NAMES,
-            gpu_memory_mib=config.nodes.gpu_memory_mib,
-            gpu_fraction=config.smoke_test.gpu_fraction,
-            namespace=config.smoke_test.namespace,
-            queue=config.smoke_test.queue,
-            agents_namespace=config.gpu_fractioning.namespace,
-        ),
+        smoke_spec(config.smoke_test, config.nodes.gpu_memory_mib, config.gpu_fractioning.namespace),
         access=access,
-        # A new revision of either release is a new install to prove; the outputs must not go stale.
-        triggers=pulumi.Output.all(kai.release.status.revision, fractioning.release.status.revision),
+        # Any GPU-side change is a new install to prove; the outputs must not go stale.
+        triggers=triggers,
         opts=pulumi.ResourceOptions(depends_on=[smoke]),
     )
-    return proof.results, proof.report
 
 
 def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
@@ -301,7 +304,7 @@ def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
     )
     # KAI's webhooks (all failurePolicy Fail) refuse Queues and kai-scheduler pods until they
     # answer, which its gate waits for: queue-controller's validates every Queue.
-    kai_ready = gate(config, access, "kai-scheduler", kai.release, kai)
+    kai_ready = gate(config, access, "kai-scheduler", installed(config, "kaiScheduler", kai.release), kai)
     KaiKeptObjects(kai, kept_queues=("default-parent-queue",), opts=after(cluster, kai_ready))
     queues = LabQueues("queues", opts=after(cluster, kai_ready))
     # The isolator needs nothing of KAI to install (its chart's own smoke test runs without KAI, and
@@ -323,11 +326,13 @@ def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
                 kai_namespace=config.kai.namespace,
             ),
             access=access,
+            triggers=installed(config, "kaiResourceIsolator", kai.release),
             opts=pulumi.ResourceOptions(depends_on=[pods]),
         )
         proof = {
             "proof": lab_proof.results,
             "proofReport": lab_proof.report,
+            "provedOn": proved_on(lab_proof),
             # What the proof saw of the shared pod, not what the runbook expects of it.
             "sharedPodBoundary": lab_proof.results.apply(
                 lambda results: next(r["detail"] for r in results if r["check"] == "reservation-boundary")

@@ -123,6 +123,8 @@ class CheckProvider(ResourceProvider):
 class CheckResource(Resource):
     results: pulumi.Output[list[dict[str, Any]]]
     report: pulumi.Output[str]
+    # What the check last ran for: an input the outputs echo once it held.
+    triggers: pulumi.Output[Any]
 
     def __init__(
         self,

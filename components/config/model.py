@@ -471,6 +471,14 @@ def _unique_namespaces(names: list[str]) -> list[str]:
     return names
 
 
+# What the stack warns of when admission.enabled is false.
+ADMISSION_OFF = (
+    "admission.enabled is false: no admission policy holds the cluster's fractional pods to the guide's "
+    "rules, so a pod that runs as root, or outside the nvidia runtime, can raise its own GPU share or reach "
+    "its neighbours' MPS pipes; the policy pack sees only the pods a Pulumi program registers"
+)
+
+
 class AdmissionConfig(Model):
     """The admission policy that holds every fractional pod in the cluster to the guide's rules
     (components/gpu_cluster/fraction_admission.py)."""
@@ -577,3 +585,39 @@ class StackConfig(Model):
     def kai_chart(self) -> ChartSource | None:
         """The KAI chart: configured, else the fork checkout's (fork) or the public v0.17.0 (lab)."""
         return self.kai.chart or (PUBLIC_KAI_CHART if self.profile == "lab" else None)
+
+    @property
+    def gpu_side_versions(self) -> dict[str, str]:
+        """What fractional pods run on, in install order, as the stack asks for it: a change of any
+        entry is a new install for every gate after it and for the proof to check again."""
+        if self.profile == "lab":
+            lab = self.lab
+            return {
+                "nvmlMock": _chart_label(lab.nvml_mock.chart),
+                "kaiScheduler": _chart_label(self.kai_chart),
+                "kaiResourceIsolator": _chart_label(lab.isolator.chart),
+            }
+        operator, forks = self.gpu_operator, self.forks
+        driver = operator.driver
+        return {
+            "driver": driver.version if operator.enabled and driver.source == "operator" else "the host's",
+            "gpuOperator": _chart_label(operator.chart) if operator.enabled else "not managed by this stack",
+            "kaiScheduler": _fork_label(forks.kai_scheduler.commit, self.kai.chart),
+            "gpuFractioning": _fork_label(forks.gpu_fractioning.commit, self.gpu_fractioning.chart),
+            "images": forks.image_tag,
+        }
+
+    def gpu_side_versions_up_to(self, name: str) -> dict[str, str]:
+        """The GPU-side versions installed up to and including `name`."""
+        versions = list(self.gpu_side_versions.items())
+        return dict(versions[: [key for key, _ in versions].index(name) + 1])
+
+
+def _chart_label(chart: ChartSource | None) -> str:
+    if chart is None:
+        return ""
+    return f"{chart.chart} {chart.version}" if chart.version else chart.chart
+
+
+def _fork_label(commit: str, chart: ChartSource | None) -> str:
+    return f"fork {commit}" + (f" with chart {_chart_label(chart)}" if chart is not None else "")

@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.model import SmokeTestConfig
-from components.proofs.smoke import SMOKE_POD_NAMES, smoke_pod_manifest
+from components.proofs.smoke import SMOKE_POD_NAMES, SmokeSpec, smoke_pod_manifest
 
 
 class SmokePods(pulumi.ComponentResource):
@@ -26,3 +26,15 @@ class SmokePods(pulumi.ComponentResource):
         ]
         self.names = pulumi.Output.all(*[pod.metadata.name for pod in pods])
         self.register_outputs({"names": self.names})
+
+
+def smoke_spec(smoke: SmokeTestConfig, gpu_memory_mib: int, agents_namespace: str) -> SmokeSpec:
+    """What the smoke proof checks of these pods, on GPUs of `gpu_memory_mib`."""
+    return SmokeSpec(
+        pods=SMOKE_POD_NAMES,
+        gpu_memory_mib=gpu_memory_mib,
+        gpu_fraction=smoke.gpu_fraction,
+        namespace=smoke.namespace,
+        queue=smoke.queue,
+        agents_namespace=agents_namespace,
+    )

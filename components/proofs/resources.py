@@ -63,7 +63,7 @@ class SmokeProof(CheckResource, module="kai-gpu-fractions", name="SmokeProof"):
     """Proves the a100 smoke pods' caps are enforced; fails the update naming each failed check.
 
     Needs a real GPU cluster: it execs into the smoke pods and the mpsd pod, and runs deviceQuery.
-    A change of `triggers` (a release's revision) runs it again.
+    A change of `triggers` (a GPU-side version or a release's revision) runs it again.
     """
 
     def __init__(
@@ -87,9 +87,10 @@ class LabProof(CheckResource, module="kai-gpu-fractions", name="LabProof"):
         spec: LabSpec,
         *,
         access: ClusterAccess,
+        triggers: pulumi.Input[Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(LabProofProvider(), name, spec, access, opts, triggers=None)
+        super().__init__(LabProofProvider(), name, spec, access, opts, triggers=triggers)
 
 
 class GpusAllocatable(CheckResource, module="kai-gpu-fractions", name="GpusAllocatable"):

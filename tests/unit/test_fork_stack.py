@@ -155,7 +155,7 @@ def test_each_step_starts_only_after_the_last_ones_verification_holds(run_progra
         assert gate.inputs["step"] == step.inputs["name"]
         assert engine.waits_for(gate, step), f"the {gate.name} gate checks what {step.name} installed"
         assert engine.waits_for(after_gate, gate), f"{after_gate.name} waits for the {gate.name} gate"
-        assert gate.inputs["triggers"] == 1, "a new revision of the release runs the gate again"
+        assert gate.inputs["triggers"]["revisions"][-1] == 1, "a new revision of the release runs the gate again"
     for pod in engine.created(POD):
         assert engine.waits_for(pod, gates[-1]), f"{pod.name} waits until every GPU node is ready for fractions"
     assert [g.inputs["timeout_seconds"] for g in gates] == [1800, 600, 900]
@@ -410,7 +410,16 @@ def test_no_smoke_pods_when_the_smoke_test_is_off(run_program: ProgramRunner) ->
 
 def test_stack_outputs_report_tag_digests_and_release_statuses(run_program: ProgramRunner) -> None:
     _, outputs = run_program(A100)
-    assert set(outputs) == {"imageTag", "imageDigests", "releases", "smokePods", "proof", "proofReport", "preflight"}
+    assert set(outputs) == {
+        "imageTag",
+        "imageDigests",
+        "releases",
+        "smokePods",
+        "proof",
+        "proofReport",
+        "provedOn",
+        "preflight",
+    }
     assert outputs["preflight"] == [], "a prepared cluster passes every preflight row"
     assert outputs["releases"] == {
         "gpu-operator": "deployed",
@@ -459,9 +468,39 @@ def test_the_smoke_proof_runs_after_the_smoke_pods_with_the_guides_expectations(
     assert (proof.inputs["gpu_memory_mib"], proof.inputs["gpu_fraction"]) == (40960, 0.5)
     assert engine.waits_for(proof, engine.one("kai-gpu-fractions:smoke:SmokePods", "smoke-test"))
     assert outputs["proofReport"] == "mocked"
-    assert proof.inputs["triggers"] == [1, 1], "the releases' revisions: an upgrade of either re-runs the proof"
+    assert proof.inputs["triggers"]["revisions"] == [1, 1, 1], "a new revision of any release re-runs the proof"
+    assert outputs["provedOn"] == proof.inputs["triggers"]["versions"], "the versions the proof last held on"
+    assert outputs["provedOn"]["driver"] == "615.71.09"
+    assert outputs["provedOn"]["kaiScheduler"] == "fork 44d1d0a966465c69b1fd0d24b40b9a1ebb73699e"
     for release in ("kai-scheduler", "gpu-fractioning"):
         assert engine.waits_for(proof, engine.release(release))
+
+
+GPU_SIDE_CHANGES = {
+    "driver": ({"gpuOperator": {"driver": {"version": "615.80.01"}}}, "gpu-operator"),
+    "gpuOperator": ({"gpuOperator": {"chart": {"version": "v26.7.2"}}}, "gpu-operator"),
+    "kaiScheduler": ({"forks": {"kaiScheduler": {"commit": "1" * 40}}}, "kai-scheduler"),
+    "gpuFractioning": ({"forks": {"gpuFractioning": {"commit": "2" * 40}}}, "gpu-fractioning"),
+}
+GATED_IN_ORDER = ("gpu-operator", "kai-scheduler", "gpu-fractioning")
+
+
+@pytest.mark.parametrize("changed", list(GPU_SIDE_CHANGES))
+def test_a_gpu_side_change_reruns_every_gate_after_it_and_the_proof(run_program: ProgramRunner, changed: str) -> None:
+    """A driver bump is a new install for KAI's and gpu-fractioning's gates and the proof too, not only
+    for the GPU Operator's: each one's triggers hold every GPU-side version up to its step."""
+    override, first = GPU_SIDE_CHANGES[changed]
+    before, _ = run_program(A100)
+    after, _ = run_program(with_overrides(A100, **override))
+
+    def triggers(engine: Any, name: str) -> Any:
+        return engine.one(STEP_GATE, f"{name}-ready").inputs["triggers"]
+
+    for step in GATED_IN_ORDER:
+        rerun = GATED_IN_ORDER.index(step) >= GATED_IN_ORDER.index(first)
+        assert (triggers(before, step) != triggers(after, step)) == rerun, f"{changed}: the {step} gate"
+    proofs = [[r.inputs["triggers"] for r in e.registrations if r.name == "smoke-proof"] for e in (before, after)]
+    assert proofs[0] != proofs[1], f"{changed}: the smoke proof runs again"
 
 
 def test_no_proof_when_proving_is_off(run_program: ProgramRunner) -> None:
