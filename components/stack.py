@@ -35,6 +35,7 @@ from components.preflight.decisions import Expectations
 from components.preflight.run import PreflightSpec, run_preflight
 from components.proofs.lab import AllocatableSpec, LabSpec
 from components.proofs.resources import GpusAllocatable, LabProof, SmokeProof
+from components.rollout.plan import Versions, read_plan
 from components.vocabulary.fractioning import mpsd_memory_limit_mib, nri_socket_path
 from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH
 
@@ -47,8 +48,7 @@ def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -
 
 
 def cluster_access(config: StackConfig) -> ClusterAccess:
-    """The one way the stack reaches the configured cluster, built once: the provider, preflight,
-    the gates, the proofs and the teardown waits all take it."""
+    """The one way the stack reaches the configured cluster, built once and taken by everything."""
     return ClusterAccess(config.cluster.kubeconfig_path, config.cluster.context)
 
 
@@ -126,8 +126,7 @@ def gate(
     triggers: pulumi.Input[Any] | None,
     after_step: pulumi.Resource | None,
 ) -> StepGate:
-    """The guide's verification after `step`, run once the step is installed and again whenever its
-    `triggers` change."""
+    """The guide's verification after `step`, run once it is installed and whenever `triggers` change."""
     return StepGate(
         f"{step}-ready",
         gate_spec(config, step),
@@ -138,15 +137,19 @@ def gate(
 
 
 def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
-    """Checks the cluster's prerequisites, then registers every resource of the configured profile
-    and returns the stack outputs."""
+    """Checks the cluster's prerequisites, then registers the configured profile; returns the outputs."""
     access = cluster_access(config)
     if config.profile == "admission":
         return deploy_admission(config, access)
     spec = preflight_spec(config)
     findings = run_preflight(spec, access) if spec is not None else []
-    outputs = deploy_lab(config, access) if config.profile == "lab" else deploy_forks(config, access, registry_password)
-    return {**outputs, "preflight": findings}
+    if config.profile == "lab":
+        return {**deploy_lab(config, access), "preflight": findings}
+    # Read before anything registers: during `up` the update starts while the program still runs.
+    operator, tag = config.gpu_operator, config.forks.image_tag
+    wanted = Versions(operator.installed_driver, operator.installed_chart_version, tag, tag)
+    plan = read_plan(access, wanted, config.kai.namespace, config.gpu_fractioning.namespace)
+    return {**deploy_forks(config, access, registry_password), "preflight": findings, "rolloutPlan": plan}
 
 
 def admission(config: StackConfig, access: ClusterAccess, cluster: pulumi.ResourceOptions) -> StepGate | None:

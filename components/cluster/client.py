@@ -192,6 +192,10 @@ class KubeClient:
         )
         return list(raw_json(pods)["items"])
 
+    def list_all_pods(self, field_selector: str = "") -> list[Json]:
+        pods = self.core.list_pod_for_all_namespaces(field_selector=field_selector, _preload_content=False)
+        return list(raw_json(pods)["items"])
+
     # Calls whose answer is not needed skip the client's models, which cost milliseconds of CPU
     # each, adding up when many checks run at once.
 

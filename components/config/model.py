@@ -211,6 +211,15 @@ class GpuOperatorConfig(Model):
     # take 20 minutes to build and load its modules (its startup probe allows 21).
     ready_timeout_seconds: ReadyTimeout = Field(default=1800, examples=[1800])
 
+    @property
+    def installed_driver(self) -> str | None:
+        """The driver version the operator installs; None for a host driver or an operator managed elsewhere."""
+        return self.driver.version if self.enabled and self.driver.source == "operator" else None
+
+    @property
+    def installed_chart_version(self) -> str | None:
+        return self.chart.version if self.enabled else None
+
 
 PUBLIC_KAI_CHART = ChartSource(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", version="v0.17.0")
 

@@ -154,6 +154,22 @@ def test_a_second_up_changes_nothing(a100: Workspace) -> None:
     assert summary["resourceChanges"]["same"] == len(resources), "every resource was compared"
 
 
+def test_a_preview_of_a_driver_bump_names_the_rollout_it_would_start(a100: Workspace) -> None:
+    """The plan is read from the running cluster (the ClusterPolicy, the operators' images, each GPU
+    node's fractional and reservation pods) before anything registers."""
+    assert a100.outputs("a100")["rolloutPlan"] == ["no GPU-side change: nothing rolls"]
+    installed = kubectl_json("get", "clusterpolicy", "cluster-policy")["spec"]["driver"]["version"]
+    a100.pulumi("config", "set", "--path", "gpuOperator.driver.version", "615.99.01", stack="a100")
+    try:
+        preview = a100.pulumi("preview", stack="a100")
+    finally:
+        a100.pulumi("config", "set", "--path", "gpuOperator.driver.version", installed, stack="a100")
+    nodes = kubectl_json("get", "nodes", "-l", "nvidia.com/gpu.present=true")["items"]
+    expected = f"rollout plan: driver {installed} -> 615.99.01: full driver reinstall on each of {len(nodes)} GPU node"
+    assert expected in preview.output, preview.output[-3000:]
+    assert "fractional pods are not drained" in preview.output
+
+
 def test_the_stack_passes_the_policy_pack(a100: Workspace) -> None:
     result = a100.pulumi("preview", "--policy-pack", str(REPO / "policy"), stack="a100")
     assert "kai-gpu-fractions" in result.output, "the pack must have run"

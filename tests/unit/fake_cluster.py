@@ -202,6 +202,9 @@ class FakeCluster:
         self.pod_listings.append((namespace, label_selector, field_selector))
         return self._selected("pods", namespace, label_selector, field_selector)
 
+    def list_all_pods(self, field_selector: str = "") -> list[Json]:
+        return [pod for pod in self.listed("pods") if field_selected(pod, field_selector)]
+
     def create_pod(self, namespace: str, manifest: Json) -> None:
         pod = copy.deepcopy(manifest)
         name = str(pod["metadata"]["name"])

@@ -21,6 +21,8 @@ from components.forks import supply
 from components.forks.recipes import ForkRecipe
 from components.forks.source import ForkSource, fork_tree
 from components.preflight import run as preflight
+from components.rollout import plan as rollout_plan
+from components.rollout.plan import NodeLoad, Versions
 
 PROJECT = "kai-gpu-fractions"
 PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"
@@ -158,6 +160,8 @@ class RecordingMonitor(mocks.MockMonitor):
 
 
 # A cluster that meets every row of the guide's prerequisites table, as preflight would read it.
+# A cluster with none of the stack's GPU software installed yet: the rollout plan's first install.
+NOTHING_RUNNING: tuple[Versions, list[NodeLoad]] = (Versions(None, None, None, None), [])
 PREPARED_CLUSTER = ClusterFacts(
     gpu_nodes=[
         NodeFacts(
@@ -206,6 +210,7 @@ class ProgramRunner:
         secret_keys: tuple[str, ...] = (),
         preview: bool = False,
         cluster: ClusterFacts = PREPARED_CLUSTER,
+        running: tuple[Versions, list[NodeLoad]] = NOTHING_RUNNING,
     ) -> tuple[Engine, dict[str, Any]]:
         """The engine and the resolved stack outputs."""
         self.engine = engine = Engine()
@@ -215,6 +220,7 @@ class ProgramRunner:
         exported: dict[str, Any] = {}
         self.monkeypatch.setattr(pulumi, "export", exported.__setitem__)
         self.monkeypatch.setattr(preflight, "read_cluster_facts", lambda _spec, _access: cluster)
+        self.monkeypatch.setattr(rollout_plan, "read_running", lambda _access, _kai, _agents: running)
         self.monkeypatch.setattr(supply, "prepare_fork_source", engine.prepare_fork_source)
 
         self.secret_outputs = set()

@@ -169,7 +169,7 @@ def test_an_import_up_or_across_the_map_is_found() -> None:
 
 def test_the_checks_never_see_the_whole_stack_config() -> None:
     """components/stack.py turns the config into each check's spec; a check takes its spec only."""
-    jobs = ("cluster", "preflight", "gates", "proofs", "teardown")
+    jobs = ("cluster", "preflight", "gates", "proofs", "teardown", "rollout")
     for path in sorted(p for job in jobs for p in (REPO / "components" / job).glob("*.py")):
         names = {n.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Name)}
         names |= {

@@ -419,6 +419,7 @@ def test_stack_outputs_report_tag_digests_and_release_statuses(run_program: Prog
         "proofReport",
         "provedOn",
         "preflight",
+        "rolloutPlan",
     }
     assert outputs["preflight"] == [], "a prepared cluster passes every preflight row"
     assert outputs["releases"] == {

@@ -1,0 +1,1 @@
+"""Before an upgrade: what the running cluster has and what a change will do to it."""
