@@ -30,6 +30,8 @@ from components.vocabulary.nvidia import (
 )
 
 CLUSTER_POLICY = "cluster-policy"
+# Each line of the plan is logged after this, which the pull request summary looks for (tools/preview_summary).
+LOG_PREFIX = "rollout plan: "
 # The ClusterPolicy's chart version label (upstream-facts.md, clusterPolicy.deployCR).
 CHART_VERSION_LABEL = "app.kubernetes.io/version"
 
@@ -151,5 +153,5 @@ def read_plan(access: ClusterAccess, wanted: Versions, kai_namespace: str, agent
     else:
         lines = plan_rollout(installed, wanted, loads)
     for line in lines:
-        pulumi.log.info(redact(f"rollout plan: {line}"))
+        pulumi.log.info(redact(f"{LOG_PREFIX}{line}"))
     return lines

@@ -28,6 +28,7 @@ from tests.integration.workspace import (
     kubectl_json,
     wait_until,
 )
+from tools.preview_summary import parse, summarize
 
 pytestmark = pytest.mark.integration
 
@@ -86,6 +87,7 @@ def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
     )
     for gate in gates:
         assert gate in up.output, f"the update must report the gate '{gate} checks hold'"
+    assert "rollout plan: first install: no GPU software of this stack is running yet" in up.output
     binding = kubectl_json("get", "validatingadmissionpolicybinding", POLICY_NAME)
     assert binding["spec"]["validationActions"] == ["Deny"], "the smoke pods went in under the policy in deny mode"
     outputs = a100.outputs("a100")
@@ -152,22 +154,29 @@ def test_a_second_up_changes_nothing(a100: Workspace) -> None:
     # Default providers (the one the dynamic resources use) are in the state but not in the count.
     resources = [r for r in state["deployment"]["resources"] if not is_default_provider(r)]
     assert summary["resourceChanges"]["same"] == len(resources), "every resource was compared"
+    assert a100.outputs("a100")["rolloutPlan"] == ["no GPU-side change: nothing rolls"]
 
 
 def test_a_preview_of_a_driver_bump_names_the_rollout_it_would_start(a100: Workspace) -> None:
     """The plan is read from the running cluster (the ClusterPolicy, the operators' images, each GPU
     node's fractional and reservation pods) before anything registers."""
-    assert a100.outputs("a100")["rolloutPlan"] == ["no GPU-side change: nothing rolls"]
     installed = kubectl_json("get", "clusterpolicy", "cluster-policy")["spec"]["driver"]["version"]
     a100.pulumi("config", "set", "--path", "gpuOperator.driver.version", "615.99.01", stack="a100")
+    events = a100.root / "driver-bump.events.json"
     try:
-        preview = a100.pulumi("preview", stack="a100")
+        # --event-log is one of the CLI's debug flags, as CI's preview job uses it.
+        preview = a100.pulumi(
+            "preview", "--event-log", str(events), stack="a100", env={"PULUMI_DEBUG_COMMANDS": "true"}
+        )
     finally:
         a100.pulumi("config", "set", "--path", "gpuOperator.driver.version", installed, stack="a100")
     nodes = kubectl_json("get", "nodes", "-l", "nvidia.com/gpu.present=true")["items"]
-    expected = f"rollout plan: driver {installed} -> 615.99.01: full driver reinstall on each of {len(nodes)} GPU node"
-    assert expected in preview.output, preview.output[-3000:]
+    planned = f"driver {installed} -> 615.99.01: full driver reinstall on each of {len(nodes)} GPU node"
+    assert f"rollout plan: {planned}" in preview.output, preview.output[-3000:]
     assert "fractional pods are not drained" in preview.output
+    # The pull request's summary, from the engine's own event log.
+    summary = summarize(parse(events.read_text()))
+    assert "#### Rollout plan" in summary and f"- {planned}" in summary, summary
 
 
 def test_the_stack_passes_the_policy_pack(a100: Workspace) -> None:

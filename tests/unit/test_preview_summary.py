@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
+from components.rollout.plan import LOG_PREFIX
 from tools.preview_summary import has_changes, parse, resource_changes, summarize
 from tools.preview_summary.__main__ import main
-from tools.preview_summary.model import PreviewFormatError
+from tools.preview_summary.model import ROLLOUT_PREFIX, PreviewFormatError
 from tools.preview_summary.values import SECRET_SIGNATURE, SIGNATURE_KEY, UNKNOWN_PLACEHOLDER, format_path, parse_path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "previews"
@@ -353,3 +354,26 @@ def test_the_command_reports_unreadable_input_on_stderr(tmp_path: Path, capsys: 
     captured = capsys.readouterr()
     assert captured.out == "", "nothing half-rendered on stdout"
     assert "line 1 is not JSON" in captured.err
+
+
+def test_the_rollout_plan_the_program_logs_gets_a_section_of_its_own() -> None:
+    plan = "driver 615.71.09 -> 615.80.01: full driver reinstall on each of 2 GPU nodes"
+    events = [
+        {
+            "diagnosticEvent": {
+                "urn": ROOT,
+                "prefix": "info: ",
+                "message": f"{ROLLOUT_PREFIX}{plan}\n",
+                "severity": "info",
+            }
+        },
+        {"diagnosticEvent": {"urn": ROOT, "message": "unrelated chatter\n", "severity": "info"}},
+        {"summaryEvent": {"resourceChanges": {"same": 3}, "result": "succeeded", "isPreview": True}},
+    ]
+    summary = summarize(parse("\n".join(json.dumps(e) for e in events)))
+    assert f"#### Rollout plan\n\n- {plan}\n" in summary
+    assert "unrelated chatter" not in summary, "other info messages stay out"
+
+
+def test_the_summary_knows_the_prefix_the_program_logs_its_plan_with() -> None:
+    assert ROLLOUT_PREFIX == LOG_PREFIX

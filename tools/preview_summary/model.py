@@ -103,6 +103,8 @@ class Preview:
     stacks: tuple[str, ...] = ()
     # "digest" (`pulumi preview --json`) or "events" (event log or streaming JSON).
     source: str = "digest"
+    # What the program said the update will do to the running cluster, one line each.
+    rollout_plan: tuple[str, ...] = ()
 
 
 def parse(text: str) -> Preview:
@@ -159,6 +161,7 @@ def from_digest(digest: Mapping[str, Any]) -> Preview:
     return Preview(
         steps=steps,
         diagnostics=diagnostics,
+        rollout_plan=_rollout_plan(digest.get("diagnostics") or ()),
         change_summary=_counts(summary),
         stacks=_stacks(step.urn for step in steps),
     )
@@ -167,6 +170,7 @@ def from_digest(digest: Mapping[str, Any]) -> Preview:
 def from_events(events: Iterable[Any]) -> Preview:
     steps: list[Step] = []
     diagnostics: list[Diagnostic] = []
+    infos: list[Mapping[str, Any]] = []
     violations: list[PolicyViolation] = []
     refreshing: set[str] = set()
     summary: Mapping[str, Any] | None = None
@@ -192,6 +196,7 @@ def from_events(events: Iterable[Any]) -> Preview:
         elif diagnostic := event.get("diagnosticEvent"):
             if _shown(diagnostic.get("severity")) and not diagnostic.get("ephemeral"):
                 diagnostics.append(_diagnostic(diagnostic))
+            infos.append(diagnostic)
         elif policy := event.get("policyEvent"):
             has_policy_results = True
             violations.append(
@@ -221,6 +226,7 @@ def from_events(events: Iterable[Any]) -> Preview:
         has_policy_results=has_policy_results,
         stacks=_stacks(step.urn for step in steps),
         source="events",
+        rollout_plan=_rollout_plan(infos),
     )
 
 
@@ -287,6 +293,19 @@ def _step(
         ),
         drift=drift,
     )
+
+
+# The prefix the program logs each line of its rollout plan with (components/rollout/plan.py).
+ROLLOUT_PREFIX = "rollout plan: "
+
+
+def _rollout_plan(diagnostics: Iterable[Any]) -> tuple[str, ...]:
+    found = (
+        clean_text(str(d.get("message") or "")).removeprefix("info: ").strip()
+        for d in diagnostics
+        if isinstance(d, Mapping) and d.get("severity") == "info"
+    )
+    return tuple(dict.fromkeys(line.removeprefix(ROLLOUT_PREFIX) for line in found if line.startswith(ROLLOUT_PREFIX)))
 
 
 def _shown(severity: Any) -> bool:

@@ -121,6 +121,8 @@ def render_markdown(
             "> `pulumi preview --json` carries no policy results. If a policy failed the preview, the job log names "
             "it; `tools.preview_summary` shows violations from the engine event log (`--event-log`).",
         ]
+    if preview.rollout_plan:
+        lines += ["", "#### Rollout plan", "", *(f"- {shorten(line)}" for line in preview.rollout_plan)]
     problems = [d for d in preview.diagnostics if d.message not in GENERIC_FAILURES]
     if problems:
         lines += ["", *diagnostic_section(problems)]
