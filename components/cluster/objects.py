@@ -1,9 +1,14 @@
-"""Reading API objects as plain JSON: their name, labels and conditions, an operator's message on one line."""
+"""Reading API objects as plain JSON: their name, labels and conditions, an operator's message on one
+line, and what a pod asks of a GPU."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
+
+from components.vocabulary.fractions import CONTAINER_MEMORY_MARKER, FRACTION_ANNOTATIONS
+from components.vocabulary.nvidia import GPU_RESOURCE_PATTERN
 
 Json = Mapping[str, Any]
 
@@ -23,3 +28,25 @@ def labels_of(obj: Json) -> dict[str, str]:
 def one_line(message: object) -> str:
     """An operator's multi-line message (KAI's joins one line per operand) as one line of progress."""
     return "; ".join(str(message or "").splitlines())
+
+
+def is_fractional(pod: Json) -> bool:
+    """Whether a pod asks KAI or NvFractions for a share of a GPU."""
+    annotations = pod["metadata"].get("annotations") or {}
+    return any(key in FRACTION_ANNOTATIONS or re.fullmatch(CONTAINER_MEMORY_MARKER, key) for key in annotations)
+
+
+def asks_for_gpus(pod: Json) -> bool:
+    """Whether a container of the pod asks for a whole, shared or MIG GPU resource."""
+    spec = pod.get("spec") or {}
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    return any(
+        re.match(GPU_RESOURCE_PATTERN, str(resource))
+        for container in containers
+        for kind in ("limits", "requests")
+        for resource in ((container.get("resources") or {}).get(kind) or {})
+    )
+
+
+def qualified(obj: Json) -> str:
+    return f"{obj['metadata'].get('namespace', '')}/{name(obj)}"

@@ -1,13 +1,15 @@
 """The gate after the GPU Operator: ClusterPolicy ready, the `nvidia` RuntimeClass, every GPU node
 labelled by GFD (gpu.present, gpu.memory, a driver of at least the pinned branch) and advertising its
-GPUs. `check_gpu_operator` reads the cluster; each `decide_*` decides from plain JSON."""
+GPUs, and no GPU node left in a driver upgrade (the ClusterPolicy turns ready before the upgrade
+controller validates and uncordons the last node). `check_gpu_operator` reads the cluster; each
+`decide_*` decides from plain JSON."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from components.cluster.facts import is_gpu_node, node_facts
-from components.cluster.objects import Json, conditions, labels_of, name
+from components.cluster.objects import Json, asks_for_gpus, conditions, is_fractional, labels_of, name, qualified
 from components.cluster.protocol import Cluster
 from components.cluster.results import CheckResult, guarded
 from components.gates.spec import GateSpec
@@ -18,6 +20,8 @@ from components.vocabulary.nvidia import (
     GPU_MEMORY_LABEL,
     GPU_PRESENT_LABEL,
     GPU_RESOURCE,
+    UPGRADE_DONE,
+    UPGRADE_STATE_LABEL,
 )
 
 # GFD's driver-version label, and the deprecated name it still writes next to it.
@@ -101,6 +105,39 @@ def decide_gpu_nodes(gpu_nodes: Sequence[Json], minimum_driver_major: int, names
     return CheckResult(check, True, summary)
 
 
+def upgrading(nodes: Sequence[Json]) -> list[Json]:
+    """The GPU nodes in the GPU Operator's driver upgrade state machine, by name."""
+    return sorted((n for n in nodes if labels_of(n).get(UPGRADE_STATE_LABEL, "") not in ("", UPGRADE_DONE)), key=name)
+
+
+def upgrade_blockers(pods: Sequence[Json]) -> list[str]:
+    """Why a node's upgrade cannot go on, from its running pods: the upgrade controller deletes only GPU
+    pods, and not one without an owner while gpuPodDeletion.force is false (KAI's reservation pods); it
+    drains no fractional pod, which holds the driver it would unload (day2-upstream.md 1.4, 1.1)."""
+    running = [p for p in pods if (p.get("status") or {}).get("phase") in ("Running", "Pending")]
+    ownerless = [qualified(p) for p in running if asks_for_gpus(p) and not p["metadata"].get("ownerReferences")]
+    fractional = [qualified(p) for p in running if is_fractional(p)]
+    found = [f"GPU pods with no owner, which it does not delete: {', '.join(ownerless)}"] if ownerless else []
+    return found + ([f"fractional pods, which it does not drain: {', '.join(fractional)}"] if fractional else [])
+
+
+def decide_driver_upgrade(
+    nodes: Sequence[Json], pods_by_node: Mapping[str, Sequence[Json]], namespace: str
+) -> CheckResult:
+    check = "driver-upgrade"
+    stuck = upgrading(nodes)
+    if not stuck:
+        return CheckResult(check, True, "no GPU node is in a driver upgrade")
+    described = []
+    for node in stuck:
+        state = labels_of(node)[UPGRADE_STATE_LABEL]
+        cordoned = ", cordoned" if (node.get("spec") or {}).get("unschedulable") else ""
+        blockers = upgrade_blockers(pods_by_node.get(name(node), []))
+        described.append(f"{name(node)}: {state}{cordoned}" + "".join(f"; {b}" for b in blockers))
+    look = f"kubectl get nodes -L {UPGRADE_STATE_LABEL}; kubectl -n {namespace} logs deploy/gpu-operator"
+    return CheckResult(check, False, f"{' | '.join(described)} ({look})")
+
+
 def _driver_major(node: Json) -> str:
     labels = labels_of(node)
     return next((labels[k] for k in DRIVER_MAJOR_LABELS if k in labels), "?")
@@ -127,4 +164,11 @@ def check_gpu_operator(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
             "gpu-nodes",
             lambda: decide_gpu_nodes(gpu_nodes(cluster), spec.minimum_driver_major, spec.namespace),
         ),
+        guarded("driver-upgrade", lambda: check_driver_upgrade(cluster, spec.namespace)),
     ]
+
+
+def check_driver_upgrade(cluster: Cluster, namespace: str) -> CheckResult:
+    stuck = upgrading(gpu_nodes(cluster))
+    pods = {name(n): cluster.list_all_pods(f"spec.nodeName={name(n)}") for n in stuck}
+    return decide_driver_upgrade(stuck, pods, namespace)

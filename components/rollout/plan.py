@@ -10,7 +10,6 @@ pods that request nvidia.com/gpu*, and stops at a node whose pods it cannot dele
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -18,9 +17,9 @@ import pulumi
 
 from components.cluster.client import KubeClient
 from components.cluster.engine import ClusterAccess
+from components.cluster.objects import is_fractional
 from components.cluster.protocol import Cluster, Json
 from components.config.secrets import redact
-from components.vocabulary.fractions import CONTAINER_MEMORY_MARKER, FRACTION_ANNOTATIONS
 from components.vocabulary.kai import RESERVATION_NAMESPACE
 from components.vocabulary.nvidia import (
     CLUSTER_POLICY_GROUP,
@@ -76,11 +75,6 @@ def read_installed(cluster: Cluster, kai_namespace: str, agents_namespace: str) 
         kai_tag=_tag(cluster.list_deployments(kai_namespace)),
         agents_tag=_tag(cluster.list_deployments(agents_namespace)),
     )
-
-
-def is_fractional(pod: Json) -> bool:
-    annotations = pod.get("metadata", {}).get("annotations") or {}
-    return any(key in FRACTION_ANNOTATIONS or re.fullmatch(CONTAINER_MEMORY_MARKER, key) for key in annotations)
 
 
 def read_loads(cluster: Cluster) -> list[NodeLoad]:

@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from components.vocabulary.fractions import POLICY_NAME
-from tests.integration.conftest import NODE, leftovers, mpsd_stops, webhooks_off_the_machine
+from components.vocabulary.nvidia import UPGRADE_STATE_LABEL
+from tests.integration.conftest import NODE, RECORD, leftovers, mpsd_stops, webhooks_off_the_machine
 from tests.integration.workspace import (
     REPO,
     Workspace,
@@ -80,7 +81,7 @@ def test_preview_shows_the_whole_graph_before_anything_exists(a100: Workspace) -
 def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
     up = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=1200)
     gates = (
-        "GPU Operator ready: all 3",
+        "GPU Operator ready: all 4",
         "KAI-Scheduler ready: all 5",
         "gpu-fractioning node agents ready: all 6",
         "fractional-pod admission policy in force: all 2",
@@ -177,6 +178,40 @@ def test_a_preview_of_a_driver_bump_names_the_rollout_it_would_start(a100: Works
     # The pull request's summary, from the engine's own event log.
     summary = summarize(parse(events.read_text()))
     assert "#### Rollout plan" in summary and f"- {planned}" in summary, summary
+
+
+def test_the_gpu_operator_gate_names_a_node_stuck_in_a_driver_upgrade_and_its_pods(a100: Workspace) -> None:
+    """A node left as the real upgrade controller leaves it (upgrade-failed, cordoned): a shorter wait
+    re-runs the gate, which fails naming the node, its state and the fractional pods on it; once the
+    node is done, the next up passes."""
+    node = kubectl_json("get", "pod", "fraction-smoke-a")["spec"]["nodeName"]
+    kubectl("label", "node", node, f"{UPGRADE_STATE_LABEL}=upgrade-failed")
+    kubectl("cordon", node)
+    try:
+        a100.pulumi("config", "set", "--path", "gpuOperator.readyTimeoutSeconds", "10", stack="a100")
+        failed = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", check=False)
+        assert failed.returncode != 0, "a node in a driver upgrade holds the GPU Operator's gate"
+        assert f"FAIL driver-upgrade: {node}: upgrade-failed, cordoned; fractional pods, which it does not drain:" in (
+            failed.output
+        ), failed.output[-3000:]
+        assert "default/fraction-smoke-a" in failed.output
+    finally:
+        kubectl("label", "node", node, f"{UPGRADE_STATE_LABEL}-")
+        kubectl("uncordon", node)
+    # The failed update kept the gate's last inputs: with the shorter wait still asked for, it runs again.
+    passed = a100.pulumi("up", "--yes", "--skip-preview", stack="a100")
+    assert "GPU Operator ready: all 4 checks hold" in passed.output
+    a100.pulumi("config", "rm", "--path", "gpuOperator.readyTimeoutSeconds", stack="a100")
+    # mpsd left the node under its upgrade affinity; once it is back, forget that stop for destroy's check.
+    wait_until(lambda: mpsd_on(node), timeout=120, what=f"mpsd back on {node}")
+    kubectl("-n", "kube-system", "delete", "configmap", RECORD, "--ignore-not-found")
+
+
+def mpsd_on(node: str) -> bool:
+    pods = kubectl_json("-n", "gpu-fractioning", "get", "pods", "-l", "app.kubernetes.io/component=mpsd")["items"]
+    on_node = [p for p in pods if p["spec"].get("nodeName") == node]
+    # The stopped one gone too: its stop is recorded when it goes.
+    return bool(on_node) and not any(p["metadata"].get("deletionTimestamp") for p in on_node)
 
 
 def test_the_stack_passes_the_policy_pack(a100: Workspace) -> None:

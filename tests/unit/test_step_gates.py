@@ -13,6 +13,7 @@ import yaml
 from components.cluster.waiting import Clock, poll_delays
 from components.config.load import parse_config
 from components.gates import fractioning as decide
+from components.gates.gpu_operator import decide_driver_upgrade
 from components.gates.spec import GateSpec, Step
 from components.gates.steps import STEPS, GateTimedOut, wait_for_gate
 from components.stack import gate_spec
@@ -496,7 +497,7 @@ def test_the_wait_returns_once_the_step_holds_and_says_what_it_waited_for() -> N
     results = wait_for_gate(ready(BecomesReady(clock=clock, after=100)), OPERATOR_GATE, clock.clock(), said.append)
     assert all(r.passed for r in results)
     assert said[0].startswith("GPU Operator ready: waiting, 0s of 30 min: runtime-class: RuntimeClass nvidia not found")
-    assert said[-1].startswith("GPU Operator ready: all 3 checks hold after 1 min 4")
+    assert said[-1].startswith("GPU Operator ready: all 4 checks hold after 1 min 4")
     assert 100 <= clock.time <= 105, "a wait of minutes looks every 5 s"
     assert len(said) == 3, "one line when the wait starts, one a minute while nothing changes, one at the end"
 
@@ -524,7 +525,7 @@ def test_a_gate_that_never_holds_fails_naming_what_is_missing_the_key_and_the_wa
     assert message.startswith("GPU Operator ready: not after 2 min (gpuOperator.readyTimeoutSeconds is 120)")
     assert "the next step was not started" in message
     assert "runtime-class: RuntimeClass nvidia not found" in message
-    assert "GPU Operator ready: 2 of 3 checks passed" in message
+    assert "GPU Operator ready: 3 of 4 checks passed" in message
     assert "FAIL runtime-class" in message and "PASS cluster-policy" in message
 
 
@@ -565,3 +566,55 @@ def test_the_agents_gate_names_kais_namespace_when_kai_does_not_see_them() -> No
     }
     result = decide.decide_kai_sees_fractioning(config, "kai-system")
     assert not result.passed and "kubectl -n kai-system logs deploy/kai-operator" in result.detail
+
+
+def upgrade_node(node: str, state: str | None, cordoned: bool = False) -> dict[str, Any]:
+    labels = {"nvidia.com/gpu.present": "true", **({"nvidia.com/gpu-driver-upgrade-state": state} if state else {})}
+    return {"metadata": {"name": node, "labels": labels}, "spec": {"unschedulable": True} if cordoned else {}}
+
+
+def node_pod(
+    name: str, namespace: str, *, gpu: bool = False, fraction: bool = False, owned: bool = False
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if fraction:
+        metadata["annotations"] = {"gpu-fraction": "0.5"}
+    if owned:
+        metadata["ownerReferences"] = [{"kind": "ReplicaSet", "name": "r", "uid": "u", "controller": True}]
+    container: dict[str, Any] = {"name": "main", "image": "busybox:1.37"}
+    if gpu:
+        container["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    return {"metadata": metadata, "spec": {"containers": [container]}, "status": {"phase": "Running"}}
+
+
+def test_the_gpu_operator_gate_names_the_node_stuck_in_a_driver_upgrade_and_the_pods_that_block_it() -> None:
+    """As the real upgrade controller left the a100 cluster: one node upgrade-failed and cordoned because
+    KAI's reservation pod has no owner, the others waiting in upgrade-required; the ClusterPolicy may
+    already say ready while a node is still cordoned."""
+    nodes = [
+        upgrade_node("gpu-node-0", "upgrade-failed", cordoned=True),
+        upgrade_node("gpu-node-1", "upgrade-required"),
+        upgrade_node("gpu-node-2", "upgrade-done"),
+        upgrade_node("gpu-node-3", None),
+    ]
+    pods = {
+        "gpu-node-0": [
+            node_pod("gpu-reservation-abc", "kai-resource-reservation", gpu=True),
+            node_pod("train-0", "team", fraction=True, owned=True),
+            node_pod("whole-gpu", "team", gpu=True, owned=True),
+        ]
+    }
+    result = decide_driver_upgrade(nodes, pods, "gpu-operator")
+    assert not result.passed
+    node_0, node_1 = result.detail.split(" (kubectl")[0].split(" | ")
+    assert node_0 == (
+        "gpu-node-0: upgrade-failed, cordoned; GPU pods with no owner, which it does not delete: "
+        "kai-resource-reservation/gpu-reservation-abc; fractional pods, which it does not drain: team/train-0"
+    )
+    assert node_1 == "gpu-node-1: upgrade-required"
+    assert "kubectl get nodes -L nvidia.com/gpu-driver-upgrade-state" in result.detail
+
+
+def test_the_gpu_operator_gate_holds_once_every_node_is_done_or_never_upgraded() -> None:
+    nodes = [upgrade_node("gpu-node-0", "upgrade-done"), upgrade_node("gpu-node-1", None)]
+    assert decide_driver_upgrade(nodes, {}, "gpu-operator").passed
