@@ -37,12 +37,12 @@ pytestmark = pytest.mark.integration
 def test_an_operator_that_never_works_fails_its_gate_before_the_next_step(
     tmp_path: Path, operator: str, section: str, missing: str, next_step: tuple[str, str]
 ) -> None:
-    workspace = new_a100(tmp_path, "never", **{section: {"readyTimeoutSeconds": 15}})
+    workspace = new_a100(tmp_path, "never", **{section: {"readyTimeoutSeconds": 10}})
     try:
         with stand_in_operators(**{operator.replace("-", "_"): "never"}):
             result = workspace.pulumi("up", "--yes", "--skip-preview", stack="never", check=False, timeout=900)
             assert result.returncode != 0, "a gate that does not hold must fail the update"
-            assert f"{section}.readyTimeoutSeconds is 15" in result.output
+            assert f"{section}.readyTimeoutSeconds is 10" in result.output
             assert "the next step was not started" in result.output
             assert missing in result.output, result.output[-4000:]
             assert "Traceback" not in result.output, "a cluster that is not ready is a finding, not a crash"
