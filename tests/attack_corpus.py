@@ -5,13 +5,14 @@ suggest (a field left unset, moved to another container, spelt differently, a pa
 way), each applied to a compliant fractional pod. Compliant variants of the same pods measure false
 positives.
 
-    from tests.attack_corpus import corpus, expected_misses, figures
-    for entry in corpus("admission"):
-        ...  # entry.case is a GuideCase; run it as the shared table's tiers do
+    from tests.attack_corpus import corpus, measured
+    entries = corpus("admission")
+    refused = {...}  # each entry a tier refused (entry.case is a GuideCase), and by whom
+    assert measured("admission", entries, refused) == []
 
 What an enforcer lets through on purpose or cannot see is written down in
-tests/fixtures/attack-corpus/gaps.yaml; the tiers fail on any other miss, on a recorded gap that is
-now refused, and on any refused compliant entry. The figures in the README come from `figures`.
+tests/fixtures/attack-corpus/gaps.yaml; `measured` finds any other miss, a recorded gap that is now
+refused, a refused compliant entry, and a README whose figures are not the tier's (`figures`).
 """
 
 from __future__ import annotations
@@ -478,3 +479,24 @@ def figures(enforcer: Enforcer, entries: list[Entry], refused: Mapping[str, str]
         f"| {enforcer} | {len(attacks)} | {len(stopped)} | {server} | {len(attacks) - len(stopped)} "
         f"({techniques} technique{'' if techniques == 1 else 's'}) | {len(allowed)} | {len(false_positives)} |"
     )
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def measured(enforcer: Enforcer, entries: list[Entry], refused: Mapping[str, str]) -> list[str]:
+    """What is wrong with a tier's measurement of the corpus, or nothing; prints its README row."""
+    row = figures(enforcer, entries, refused)
+    print(row)  # noqa: T201
+    missed = {e.case.case for e in entries if e.case.expect == "deny" and e.case.case not in refused}
+    expected = expected_misses(enforcer, entries)
+    problems = [
+        f"compliant entry refused: {e.case.case}"
+        for e in entries
+        if e.case.expect == "allow" and e.case.case in refused
+    ]
+    problems += [f"let through, and gaps.yaml does not record it: {case}" for case in sorted(missed - expected)]
+    problems += [f"refused now, remove its gap from gaps.yaml: {case}" for case in sorted(expected - missed)]
+    if row not in README.read_text():
+        problems.append(f"the README's figures are not {enforcer}'s: {row}")
+    return problems

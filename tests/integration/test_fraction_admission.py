@@ -24,14 +24,13 @@ from components.config.model import GPU_PROFILES, SmokeTestConfig
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
 from components.proofs.smoke import SMOKE_POD_NAMES, smoke_pod_manifest
 from components.vocabulary.fractions import POLICY_NAME, SYSTEM_NAMESPACE_LABEL
-from tests.attack_corpus import corpus, expected_misses, figures
+from tests.attack_corpus import corpus, measured
 from tests.guide_rules import GuideCase, cases
 from tests.integration.admission import api_server, dry_run_create
-from tests.integration.workspace import REPO, Workspace, kubectl, kubectl_json, wait_until
+from tests.integration.workspace import Workspace, kubectl, kubectl_json, wait_until
 
 pytestmark = pytest.mark.integration
 STACK = "admission"
-README = REPO / "README.md"
 # Where a case that names no namespace is created, and an existing namespace of someone else's
 # privileged GPU daemons, which the stack labels as a system namespace.
 CASES_NAMESPACE = "kgf-guide-cases"
@@ -132,16 +131,9 @@ def test_the_attack_corpus_gets_past_only_the_recorded_gaps(server: KubeClient) 
             refused[entry.case.case] = (
                 "policy" if f"ValidatingAdmissionPolicy '{POLICY_NAME}'" in refusal else "api-server"
             )
-    row = figures("admission", entries, refused)
     by_server = Counter(e.technique for e in entries if refused.get(e.case.case) == "api-server")
-    print(row, "\nrefused by the API server's own validation:", dict(by_server))  # noqa: T201
-    missed = {e.case.case for e in entries if e.case.expect == "deny" and e.case.case not in refused}
-    false_positives = sorted(e.case.case for e in entries if e.case.expect == "allow" and e.case.case in refused)
-    assert false_positives == [], f"compliant entries refused: {false_positives}"
-    expected = expected_misses("admission", entries)
-    assert sorted(missed - expected) == [], "attacks admitted that gaps.yaml does not record"
-    assert sorted(expected - missed) == [], "recorded gaps the cluster now refuses: remove them from gaps.yaml"
-    assert row in README.read_text(), f"the README's figures are not the admission policy's: {row}"
+    print("refused by the API server's own validation:", dict(by_server))  # noqa: T201
+    assert measured("admission", entries, refused) == []
 
 
 def project_pods() -> list[tuple[str, dict[str, Any]]]:
