@@ -103,7 +103,7 @@ def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, An
     def install(release: str, chart: str, namespace: str, values: dict[str, Any]) -> None:
         values_file = work / f"{release}.yaml"
         values_file.write_text(yaml.safe_dump(values))
-        subprocess.run(
+        installed = subprocess.run(
             [
                 helm,
                 "upgrade",
@@ -119,9 +119,12 @@ def helm_script(helm: str, work: Path, checks: bool = False, stack: dict[str, An
                 "--timeout",
                 "600s",
             ],
-            check=True,
+            check=False,
             capture_output=True,
+            text=True,
         )
+        if installed.returncode != 0:
+            raise RuntimeError(f"helm upgrade --install {release} failed:\n{installed.stderr or installed.stdout}")
 
     install("nvml-mock", "nvml-mock", lab.nvml_mock.namespace, nvml_mock_values(lab))
     apply({"apiVersion": "apps/v1", "kind": "DaemonSet", **device_plugin_manifest(lab.device_plugin_image)})
@@ -181,6 +184,22 @@ def helm_cleanup(helm: str) -> None:
         "--wait=true",
     )
     kubectl("label", "node", NODE, "nvidia.com/gpu.memory-", "nvidia.com/gpu.product-", "nvidia.com/gpu.count-")
+    delete_kai_webhooks()
+
+
+def delete_kai_webhooks() -> None:
+    """KAI's webhook configurations (failurePolicy Fail, owned by kai-config) are garbage-collected some
+    time after the uninstall; one still registered refuses the next round's chart its kept Queues, as
+    it would refuse a reinstall made as quickly by hand. The next round starts without them."""
+    for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+        found = json.loads(kubectl("get", kind, "-o", "json").stdout)["items"]
+        owned = [
+            w["metadata"]["name"]
+            for w in found
+            if any(o.get("kind") == "Config" for o in w["metadata"].get("ownerReferences") or [])
+        ]
+        if owned:
+            kubectl("delete", kind, *owned, "--ignore-not-found", "--wait=true")
 
 
 def profile(dev: Workspace, event_log: Path) -> str:
