@@ -607,9 +607,8 @@ class StackConfig(Model):
                 "kaiResourceIsolator": _chart_label(lab.isolator.chart),
             }
         operator, forks = self.gpu_operator, self.forks
-        driver = operator.driver
         return {
-            "driver": driver.version if operator.enabled and driver.source == "operator" else "the host's",
+            "driver": operator.installed_driver or "the host's",
             "gpuOperator": _chart_label(operator.chart) if operator.enabled else "not managed by this stack",
             "kaiScheduler": _fork_label(forks.kai_scheduler.commit, self.kai.chart),
             "gpuFractioning": _fork_label(forks.gpu_fractioning.commit, self.gpu_fractioning.chart),

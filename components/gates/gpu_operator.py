@@ -6,6 +6,7 @@ controller validates and uncordons the last node). `check_gpu_operator` reads th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 from components.cluster.facts import is_gpu_node, node_facts
@@ -148,6 +149,9 @@ def gpu_nodes(cluster: Cluster) -> list[Json]:
 
 
 def check_gpu_operator(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
+    # One read of the nodes a round for the two checks that need them; a failed read is not kept, so
+    # each check still reports its own.
+    read_gpu_nodes = functools.cache(lambda: gpu_nodes(cluster))
     return [
         guarded(
             "cluster-policy",
@@ -162,13 +166,13 @@ def check_gpu_operator(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
         ),
         guarded(
             "gpu-nodes",
-            lambda: decide_gpu_nodes(gpu_nodes(cluster), spec.minimum_driver_major, spec.namespace),
+            lambda: decide_gpu_nodes(read_gpu_nodes(), spec.minimum_driver_major, spec.namespace),
         ),
-        guarded("driver-upgrade", lambda: check_driver_upgrade(cluster, spec.namespace)),
+        guarded("driver-upgrade", lambda: check_driver_upgrade(cluster, read_gpu_nodes(), spec.namespace)),
     ]
 
 
-def check_driver_upgrade(cluster: Cluster, namespace: str) -> CheckResult:
-    stuck = upgrading(gpu_nodes(cluster))
+def check_driver_upgrade(cluster: Cluster, nodes: Sequence[Json], namespace: str) -> CheckResult:
+    stuck = upgrading(nodes)
     pods = {name(n): cluster.list_all_pods(f"spec.nodeName={name(n)}") for n in stuck}
     return decide_driver_upgrade(stuck, pods, namespace)

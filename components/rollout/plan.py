@@ -17,6 +17,7 @@ import pulumi
 
 from components.cluster.client import KubeClient
 from components.cluster.engine import ClusterAccess
+from components.cluster.facts import is_gpu_node, node_facts
 from components.cluster.objects import is_fractional
 from components.cluster.protocol import Cluster, Json
 from components.config.secrets import redact
@@ -25,7 +26,6 @@ from components.vocabulary.nvidia import (
     CLUSTER_POLICY_GROUP,
     CLUSTER_POLICY_PLURAL,
     CLUSTER_POLICY_VERSION,
-    GPU_PRESENT_LABEL,
 )
 
 CLUSTER_POLICY = "cluster-policy"
@@ -84,7 +84,7 @@ def read_loads(cluster: Cluster) -> list[NodeLoad]:
     reservations = Counter(
         p["spec"].get("nodeName") for p in running if p["metadata"].get("namespace") == RESERVATION_NAMESPACE
     )
-    nodes = sorted(node["metadata"]["name"] for node in cluster.list_nodes(f"{GPU_PRESENT_LABEL}=true"))
+    nodes = sorted(node["metadata"]["name"] for node in cluster.list_nodes() if is_gpu_node(node_facts(node)))
     return [NodeLoad(node, fractional[node], reservations[node]) for node in nodes]
 
 

@@ -114,9 +114,9 @@ class GpuFractioningOperator:
         namespace = str(operator["metadata"]["namespace"])
         daemonsets: dict[str, Json | None] = {}
         if self.first_seen.reached(config, now, delay):
+            deploy_client = knobs.choice("gpu-fractioning-deploy-client-selector", DEPLOY_CLIENT_CHOICES) == "present"
             for component in COMPONENTS:
-                deploy_client = knobs.choice("gpu-fractioning-deploy-client-selector", DEPLOY_CLIENT_CHOICES)
-                body = daemonset(component, namespace, config, env, deploy_client == "present")
+                body = daemonset(component, namespace, config, env, deploy_client)
                 daemonsets[component] = ensure(cluster, path("apps/v1", "daemonsets", namespace), body)
         conditions = readiness(daemonsets, gpu_operator_not_ready(cluster))
         self._conditions(cluster, config, [*conditions, driver_upgrade(cluster)])
