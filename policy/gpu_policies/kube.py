@@ -165,8 +165,9 @@ def _templates_within(props: Mapping[str, Any]) -> list[Found]:
     def walk(node: Any, path: Path) -> None:
         if len(path) > MAX_TEMPLATE_DEPTH:
             return
-        if path and (_is_template(node) or _is_bare_spec(node)):
-            found.append(Found(path, bare=not _is_template(node)))
+        template = _is_template(node)
+        if path and (template or _is_bare_spec(node)):
+            found.append(Found(path, bare=not template))
             return
         if isinstance(node, Mapping):
             for key in list(node):
@@ -234,7 +235,10 @@ def _label_keys(props: Mapping[str, Any], path: Path, bare: bool) -> frozenset[s
     # a bare pod spec, labels may sit beside it as annotations do.
     found: set[str] = set()
     for depth in range(len(path) + 1):
-        for where in ((*path[:depth], "metadata", "labels"), *([(*path[:depth], "labels")] if bare else [])):
+        places = [(*path[:depth], "metadata", "labels")]
+        if bare:
+            places.append((*path[:depth], "labels"))
+        for where in places:
             labels = _at(props, where)
             if isinstance(labels, Mapping):
                 found.update(labels)
