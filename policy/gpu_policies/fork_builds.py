@@ -11,7 +11,7 @@ from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
 from .fork_images import known_text
-from .kube import registry_base, split_image_reference
+from .images import registry_base, split_image_reference
 from .props import UNKNOWN, Unknown, elements, keys, peek
 
 BUILD_COMMAND = "command:local:Command"

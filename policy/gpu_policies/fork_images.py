@@ -16,7 +16,8 @@ from typing import Any
 from pulumi_policy import PolicyResource
 
 from .facts import FIPS_OFF, FIPS_TAG_SUFFIX, IMAGE_ENV_SUFFIXES, KAI_CONFIG, NODE_AGENT_IMAGES
-from .kube import is_list, pod_view, registry_base, split_image_reference
+from .images import registry_base, split_image_reference
+from .kube import is_list, pod_view
 from .props import UNKNOWN, Unknown, peek
 from .releases import Component, Release, RenderedChart, chart_of, is_chart_child, releases, rendered_charts
 

@@ -1,4 +1,4 @@
-"""How the pack finds the pods a resource creates, the namespaces a stack exempts, and image references."""
+"""How the pack finds the pods a resource creates and the namespaces a stack exempts."""
 
 from __future__ import annotations
 
@@ -337,17 +337,3 @@ class Exemptions:
         if isinstance(namespace, Unknown):
             return False if self.is_empty() else UNKNOWN
         return UNKNOWN if namespace in self.maybe or self.unknown else False
-
-
-def split_image_reference(reference: str) -> tuple[str, str | None]:
-    """`registry/path/name:tag@digest` as (`registry/path/name`, `tag`); the tag is None when absent."""
-    name = reference.split("@", 1)[0]
-    repository, colon, tag = name.rpartition(":")
-    if colon and "/" not in tag:
-        return repository, tag
-    return name, None
-
-
-def registry_base(repository: str, depth: int) -> str:
-    """The repository path without its last `depth` segments: the registry both forks push under."""
-    return "/".join(repository.strip().rstrip("/").split("/")[:-depth])

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from gpu_policies.kube import pod_view, split_image_reference
+from gpu_policies.images import split_image_reference
+from gpu_policies.kube import pod_view
 from gpu_policies.props import dig
 from gpu_policies.releases import Component, identify_release
 from gpu_policies.versions import version_at_least
