@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from standins.operators.cluster import Cluster
+from standins.operators.driver_manager import DriverManager
 from standins.operators.gpu_fractioning import GpuFractioningOperator
 from standins.operators.gpu_operator import GpuOperator
 from standins.operators.kai_operator import KaiOperator
@@ -38,6 +39,7 @@ def main() -> None:
     cluster = Cluster(args.kubeconfig)
     operators: list[StandIn] = [
         GpuOperator(),
+        DriverManager(),
         FeatureDiscovery(),
         DevicePlugins(),
         NvmlMock(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -175,6 +176,21 @@ def ensure(cluster: Cluster, url: str, body: Json) -> Json | None:
     existing = cluster.get(f"{url}/{body['metadata']['name']}")
     if existing is None:
         cluster.create(url, body)
+        existing = cluster.get(f"{url}/{body['metadata']['name']}")
+    return existing
+
+
+SPEC_HASH_ANNOTATION = "stand-in.kai-gpu-fractions/spec-hash"
+
+
+def apply(cluster: Cluster, url: str, body: Json) -> Json | None:
+    """Creates the object, or updates its spec when the wanted one changed, as an operator reconciles
+    what it owns (the GPU Operator keeps a hash of what it applied in an annotation too)."""
+    digest = hashlib.sha256(json.dumps(body["spec"], sort_keys=True).encode()).hexdigest()[:16]
+    body = {**body, "metadata": {**body["metadata"], "annotations": {SPEC_HASH_ANNOTATION: digest}}}
+    existing = ensure(cluster, url, body)
+    if existing is not None and (existing["metadata"].get("annotations") or {}).get(SPEC_HASH_ANNOTATION) != digest:
+        cluster.patch(f"{url}/{body['metadata']['name']}", {"metadata": body["metadata"], "spec": body["spec"]})
         existing = cluster.get(f"{url}/{body['metadata']['name']}")
     return existing
 

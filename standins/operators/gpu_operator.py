@@ -18,6 +18,7 @@ from standins.operators.cluster import (
     Condition,
     FirstSeen,
     Json,
+    apply,
     daemonset_ready,
     deleting,
     ensure,
@@ -27,7 +28,7 @@ from standins.operators.cluster import (
     path,
     same_conditions,
 )
-from standins.operators.hardware import GPU_PRESENT_LABEL, NFD_PCI_LABEL, labels, mig_capable
+from standins.operators.hardware import DRIVER_VERSION_ANNOTATION, GPU_PRESENT_LABEL, NFD_PCI_LABEL, labels, mig_capable
 from standins.operators.knobs import Knobs
 
 POLICIES = path("nvidia.com/v1", "clusterpolicies")
@@ -44,8 +45,17 @@ DEPLOY_LABELS = (
     "operator-validator",
     "client",
 )
-# The GFD pod carries the driver version it would read through NVML (stand-in only).
-DRIVER_VERSION_ANNOTATION = "stand-in-hardware.kai-gpu-fractions/driver-version"
+# The chart's default for every operand (values.yaml daemonsets.tolerations), which the ClusterPolicy's
+# spec.daemonsets.tolerations replaces.
+DEFAULT_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+DRIVER_MANAGER_IMAGE = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
+
+
+def daemonset_updated(daemonset: Json | None) -> bool:
+    """Every pod on the DaemonSet's latest revision: how the operator judges an OnDelete DaemonSet
+    (day2-upstream.md 1.1, object_controls.go:4016-4061)."""
+    status = (daemonset or {}).get("status") or {}
+    return int(status.get("updatedNumberScheduled", 0)) == int(status.get("desiredNumberScheduled", -1))
 
 
 def operands(spec: dict[str, Any], driver_loaded: bool) -> list[tuple[str, str, str]]:
@@ -90,12 +100,12 @@ class GpuOperator:
         driver_loaded = self.first_seen.reached(policy, now, delay)
         not_ready = []
         for state, name, deploy in operands(spec, driver_loaded):
-            daemonset = ensure(
+            daemonset = apply(
                 cluster,
                 path("apps/v1", "daemonsets", namespace),
                 self._daemonset(policy, name, deploy, namespace),
             )
-            if not daemonset_ready(daemonset):
+            if not daemonset_ready(daemonset) or not daemonset_updated(daemonset):
                 not_ready.append(state)
         if not driver_loaded:
             not_ready += ["state-device-plugin", "gpu-feature-discovery"]
@@ -145,23 +155,32 @@ class GpuOperator:
         driver = spec.get("driver") or {}
         selector = {"app": name}
         annotations = {}
+        pod_spec: Json = {
+            "nodeSelector": {f"nvidia.com/gpu.deploy.{deploy}": "true"},
+            "tolerations": (spec.get("daemonsets") or {}).get("tolerations") or DEFAULT_TOLERATIONS,
+            "containers": [{"name": name, "image": f"nvcr.io/nvidia/stand-in/{name}"}],
+        }
+        strategy: Json = {}
         if name == "gpu-feature-discovery":
             # Empty when the driver is the host's: GFD then reads the host's version.
             annotations[DRIVER_VERSION_ANNOTATION] = str(driver.get("version") or "") if driver.get("enabled") else ""
+        if deploy == "driver":
+            # A new driver reaches a node only when its driver pod is deleted (day2-upstream.md 1.1).
+            version = str(driver.get("version") or "")
+            annotations[DRIVER_VERSION_ANNOTATION] = version
+            strategy = {"updateStrategy": {"type": "OnDelete"}}
+            pod_spec["initContainers"] = [{"name": "k8s-driver-manager", "image": DRIVER_MANAGER_IMAGE}]
+            pod_spec["containers"] = [
+                {"name": "nvidia-driver-ctr", "image": f"nvcr.io/nvidia/driver:{version}-ubuntu24.04"}
+            ]
         return {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
             "metadata": {"name": name, "namespace": namespace, "labels": selector, "ownerReferences": owned_by(policy)},
             "spec": {
                 "selector": {"matchLabels": selector},
-                "template": {
-                    "metadata": {"labels": selector, "annotations": annotations},
-                    "spec": {
-                        "nodeSelector": {f"nvidia.com/gpu.deploy.{deploy}": "true"},
-                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                        "containers": [{"name": name, "image": f"nvcr.io/nvidia/stand-in/{name}"}],
-                    },
-                },
+                "template": {"metadata": {"labels": selector, "annotations": annotations}, "spec": pod_spec},
+                **strategy,
             },
         }
 

@@ -9,6 +9,10 @@ PREFIX = "stand-in-hardware.kai-gpu-fractions/"
 GPU_RESOURCE = "nvidia.com/gpu"
 NFD_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+# The driver version a GFD or driver pod carries (what GFD would read through NVML, what a driver pod
+# installs), and the one the node's kernel has loaded.
+DRIVER_VERSION_ANNOTATION = "stand-in-hardware.kai-gpu-fractions/driver-version"
+LOADED_DRIVER_ANNOTATION = "stand-in.kai-gpu-fractions/loaded-driver"
 MIG_CAPABLE_PRODUCTS = ("a100", "a30", "h100")
 
 

@@ -13,8 +13,16 @@ import time
 from typing import Any
 
 from standins.operators.cluster import Cluster, FirstSeen, Json, name_of, path, pod_ready, pods_by_node
-from standins.operators.gpu_operator import DRIVER_VERSION_ANNOTATION
-from standins.operators.hardware import GPU_PRESENT_LABEL, GPU_RESOURCE, gpu_count, hardware, labels, mig_capable
+from standins.operators.hardware import (
+    DRIVER_VERSION_ANNOTATION,
+    GPU_PRESENT_LABEL,
+    GPU_RESOURCE,
+    LOADED_DRIVER_ANNOTATION,
+    gpu_count,
+    hardware,
+    labels,
+    mig_capable,
+)
 from standins.operators.knobs import Knobs
 
 NODES = path("v1", "nodes")
@@ -69,7 +77,8 @@ class FeatureDiscovery:
             if not on_node:
                 continue
             annotations = on_node[0]["metadata"].get("annotations") or {}
-            driver = annotations.get(DRIVER_VERSION_ANNOTATION) or hardware(node, "host-driver-version") or ""
+            loaded = (node["metadata"].get("annotations") or {}).get(LOADED_DRIVER_ANNOTATION)
+            driver = loaded or annotations.get(DRIVER_VERSION_ANNOTATION) or hardware(node, "host-driver-version") or ""
             wanted = gfd_labels(node, driver, mig)
             if any(labels(node).get(k) != v for k, v in wanted.items()):
                 wanted["nvidia.com/gfd.timestamp"] = str(int(time.time()))
