@@ -148,7 +148,7 @@ def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) ->
     # Read before anything registers: during `up` the update starts while the program still runs.
     operator, tag = config.gpu_operator, config.forks.image_tag
     wanted = Versions(operator.installed_driver, operator.installed_chart_version, tag, tag)
-    plan = read_plan(access, wanted, config.kai.namespace, config.gpu_fractioning.namespace)
+    plan = read_plan(access, wanted, config.kai.namespace, config.gpu_fractioning.namespace, operator.rollout)
     return {**deploy_forks(config, access, registry_password), "preflight": findings, "rolloutPlan": plan}
 
 
@@ -190,7 +190,8 @@ def deploy_forks(
     fractioning_fork = fork_images(config, GPU_FRACTIONING, fractioning_source, credentials)
 
     admission_ready = admission(config, access, cluster)
-    operator = GpuOperator("gpu-operator", config.gpu_operator, opts=cluster) if config.gpu_operator.enabled else None
+    gpu_operator, agents = config.gpu_operator, config.gpu_fractioning.namespace
+    operator = GpuOperator("gpu-operator", gpu_operator, access, agents, cluster) if gpu_operator.enabled else None
     # Also when the cluster's GPU Operator is managed elsewhere: KAI needs what it sets up.
     operator_release = operator.release if operator else None
     operator_ready = gate(config, access, "gpu-operator", installed(config, "gpuOperator", operator_release), operator)
@@ -231,9 +232,8 @@ def deploy_forks(
         opts=after(cluster, kai_ready, fractioning_fork.images),
     )
     releases = (operator_release, kai.release, fractioning.release)
-    fractioning_ready = gate(
-        config, access, "gpu-fractioning", installed(config, "gpuFractioning", *releases), fractioning
-    )
+    agents_installed = installed(config, "gpuFractioning", *releases)
+    fractioning_ready = gate(config, access, "gpu-fractioning", agents_installed, fractioning)
     outputs: dict[str, Any] = {
         "imageTag": config.forks.image_tag,
         "imageDigests": pulumi.Output.all(
@@ -249,8 +249,9 @@ def deploy_forks(
     }
     if config.smoke_test.enabled:
         # Fractional pods need the node agents running and ready on every GPU node, and meet the
-        # admission policy that every fractional pod in the cluster meets.
-        smoke = SmokePods("smoke-test", config.smoke_test, opts=after(cluster, fractioning_ready, admission_ready))
+        # admission policy that every fractional pod in the cluster meets; a new driver drains them.
+        ready, driver = after(cluster, fractioning_ready, admission_ready), config.gpu_side_versions["driver"]
+        smoke = SmokePods("smoke-test", config.smoke_test, driver, ready)
         outputs["smokePods"] = smoke.names
         if config.smoke_test.prove:
             proof = prove_smoke_pods(config, access, smoke, installed(config, "images", *releases))
@@ -263,9 +264,7 @@ def proved_on(proof: SmokeProof | LabProof) -> pulumi.Output[Any]:
     return proof.triggers.apply(lambda triggers: triggers["versions"])
 
 
-def prove_smoke_pods(
-    config: StackConfig, access: ClusterAccess, smoke: SmokePods, triggers: pulumi.Output[Any]
-) -> SmokeProof:
+def prove_smoke_pods(config: StackConfig, access: ClusterAccess, smoke: SmokePods, triggers: Any) -> SmokeProof:
     return SmokeProof(
         "smoke-proof",
         smoke_spec(config.smoke_test, config.nodes.gpu_memory_mib, config.gpu_fractioning.namespace),

@@ -81,6 +81,10 @@ class KubeClient:
     def list_nodes(self, label_selector: str = "") -> list[Json]:
         return list(raw_json(self.core.list_node(label_selector=label_selector, _preload_content=False))["items"])
 
+    def patch_node(self, name: str, patch: Json) -> None:
+        """A strategic merge patch of the node: labels, annotations, `spec.unschedulable`."""
+        read_to_end(self.core.patch_node(name, patch, _preload_content=False))
+
     def list_runtime_classes(self) -> list[Json]:
         nodes = self._api.NodeV1Api(self.client)
         return list(raw_json(nodes.list_runtime_class(_preload_content=False))["items"])
@@ -124,6 +128,13 @@ class KubeClient:
     def list_daemonsets(self, namespace: str, label_selector: str = "") -> list[Json]:
         apps = self._api.AppsV1Api(self.client)
         listing = apps.list_namespaced_daemon_set(namespace, label_selector=label_selector, _preload_content=False)
+        return list(raw_json(listing)["items"])
+
+    def list_controller_revisions(self, namespace: str, label_selector: str = "") -> list[Json]:
+        apps = self._api.AppsV1Api(self.client)
+        listing = apps.list_namespaced_controller_revision(
+            namespace, label_selector=label_selector, _preload_content=False
+        )
         return list(raw_json(listing)["items"])
 
     # ---------------------------------------------------------------- admission
@@ -203,12 +214,20 @@ class KubeClient:
         read_to_end(self.core.create_namespaced_pod(namespace, manifest, _preload_content=False))
 
     def delete_pod(
-        self, namespace: str, name: str, wait: bool = True, timeout_seconds: float = POD_GONE_TIMEOUT_SECONDS
+        self,
+        namespace: str,
+        name: str,
+        wait: bool = True,
+        timeout_seconds: float = POD_GONE_TIMEOUT_SECONDS,
+        grace_period_seconds: int | None = 0,
     ) -> None:
-        """Deletes the pod now; with `wait`, returns once it is gone (a reused pod name must be free),
-        or raises PodStillThere naming it when it is still there after `timeout_seconds`."""
+        """Deletes the pod, at once unless given a grace period (None: the pod's own); with `wait`,
+        returns once it is gone (a reused pod name must be free), or raises PodStillThere naming it
+        when it is still there after `timeout_seconds`."""
         try:
-            deleted = self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _preload_content=False)
+            deleted = self.core.delete_namespaced_pod(
+                name, namespace, grace_period_seconds=grace_period_seconds, _preload_content=False
+            )
             read_to_end(deleted)
         except self._api.ApiException as error:
             if error.status != 404:

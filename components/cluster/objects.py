@@ -48,5 +48,13 @@ def asks_for_gpus(pod: Json) -> bool:
     )
 
 
+def pod_ready(pod: Json) -> bool:
+    """Running, not being deleted, and its Ready condition True."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running" or pod["metadata"].get("deletionTimestamp"):
+        return False
+    return conditions(pod).get("Ready", {}).get("status") == "True"
+
+
 def qualified(obj: Json) -> str:
     return f"{obj['metadata'].get('namespace', '')}/{name(obj)}"

@@ -200,6 +200,19 @@ GPU_OPERATOR_CHART = ChartSource(chart="gpu-operator", version="v26.7.1", repo="
 ReadyTimeout = Annotated[Count, Field(ge=10, le=4 * 3600)]
 
 
+class RolloutConfig(Model):
+    """How a new driver reaches the GPU nodes: this program drives it node by node (the GPU Operator's
+    own upgrade controller is off: it drains no fractional pod)."""
+
+    # How many GPU nodes take the new driver at once; the others keep serving.
+    max_nodes_at_once: Annotated[Count, Field(ge=1, le=1000)] = Field(default=1, examples=[1])
+    # How long a cordoned node waits for its running fractional jobs to finish before they are deleted.
+    drain_grace_seconds: Annotated[Count, Field(ge=0, le=24 * 3600)] = Field(default=300, examples=[300])
+    # How long one node (or one group of max_nodes_at_once) may take from cordon to uncordon, the grace
+    # above included: the driver container may take 21 min to build and load, the validator 10.
+    node_timeout_seconds: Annotated[Count, Field(ge=60, le=24 * 3600)] = Field(default=2700, examples=[2700])
+
+
 class GpuOperatorConfig(Model):
     enabled: Switch = True
     namespace: DnsLabel = "gpu-operator"
@@ -207,6 +220,7 @@ class GpuOperatorConfig(Model):
         GPU_OPERATOR_CHART
     )
     driver: DriverConfig = DriverConfig()
+    rollout: RolloutConfig = RolloutConfig()
     # How long `up` waits for the guide's checks after the install: the driver container alone may
     # take 20 minutes to build and load its modules (its startup probe allows 21).
     ready_timeout_seconds: ReadyTimeout = Field(default=1800, examples=[1800])

@@ -18,6 +18,7 @@ from components.vocabulary.nvidia import (
     CLUSTER_POLICY_GROUP,
     CLUSTER_POLICY_PLURAL,
     CLUSTER_POLICY_VERSION,
+    DRIVER_FULL_LABEL,
     GPU_MEMORY_LABEL,
     GPU_PRESENT_LABEL,
     GPU_RESOURCE,
@@ -27,8 +28,6 @@ from components.vocabulary.nvidia import (
 
 # GFD's driver-version label, and the deprecated name it still writes next to it.
 DRIVER_MAJOR_LABELS = ("nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver.major")
-
-DRIVER_FULL_LABEL = "nvidia.com/cuda.driver-version.full"
 
 
 def decide_cluster_policy(policies: Sequence[Json], namespace: str) -> CheckResult:

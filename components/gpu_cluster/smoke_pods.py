@@ -8,22 +8,28 @@ import pulumi_kubernetes as k8s
 from components.config.model import SmokeTestConfig
 from components.proofs.smoke import SMOKE_POD_NAMES, SmokeSpec, smoke_pod_manifest
 
+# The driver the pods were started on: a driver rollout drains every fractional pod, these included,
+# so a new driver starts them again (after the rollout and the gates, which they wait for).
+DRIVER_ANNOTATION = "kai-gpu-fractions/started-on-driver"
+
 
 class SmokePods(pulumi.ComponentResource):
     """Creates the two smoke pods and waits for them to run; the checks on them are separate."""
 
     names: pulumi.Output[list[str]]
 
-    def __init__(self, name: str, config: SmokeTestConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, config: SmokeTestConfig, driver: str, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("kai-gpu-fractions:smoke:SmokePods", name, None, opts)
-        pods = [
-            k8s.core.v1.Pod(
-                f"{name}-{pod_name.rsplit('-', 1)[1]}",
-                **smoke_pod_manifest(pod_name, config),
-                opts=pulumi.ResourceOptions(parent=self),
+        pods = []
+        for pod_name in SMOKE_POD_NAMES:
+            manifest = smoke_pod_manifest(pod_name, config)
+            manifest["metadata"]["annotations"][DRIVER_ANNOTATION] = driver
+            replaced = pulumi.ResourceOptions(
+                parent=self, replace_on_changes=["metadata.annotations"], delete_before_replace=True
             )
-            for pod_name in SMOKE_POD_NAMES
-        ]
+            pods.append(k8s.core.v1.Pod(f"{name}-{pod_name.rsplit('-', 1)[1]}", **manifest, opts=replaced))
         self.names = pulumi.Output.all(*[pod.metadata.name for pod in pods])
         self.register_outputs({"names": self.names})
 

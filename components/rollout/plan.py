@@ -3,9 +3,7 @@ and what a change of the GPU side will do to its nodes and fractional pods, deci
 function, so that a preview names the rollout before `up` starts it.
 
 What each kind of change does is recorded in ../shared/reference/day2-upstream.md (sections 1, 5
-and 6): the GPU Operator's upgrade controller with its chart defaults (autoUpgrade true,
-maxParallelUpgrades 1, gpuPodDeletion.force false) takes GPU nodes one at a time, deletes only
-pods that request nvidia.com/gpu*, and stops at a node whose pods it cannot delete.
+and 6); a new driver reaches the nodes through this program's own rollout (run.py).
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ from components.cluster.engine import ClusterAccess
 from components.cluster.facts import is_gpu_node, node_facts
 from components.cluster.objects import is_fractional
 from components.cluster.protocol import Cluster, Json
+from components.config.model import RolloutConfig
 from components.config.secrets import redact
 from components.vocabulary.kai import RESERVATION_NAMESPACE
 from components.vocabulary.nvidia import (
@@ -92,21 +91,25 @@ def _order(loads: list[NodeLoad]) -> str:
     return ", ".join(f"{n.node} ({n.fractional_pods} fractional, {n.reservation_pods} reservation)" for n in loads)
 
 
-def plan_rollout(installed: Versions, wanted: Versions, loads: list[NodeLoad]) -> list[str]:
+def plan_rollout(
+    installed: Versions, wanted: Versions, loads: list[NodeLoad], pace: RolloutConfig | None = None
+) -> list[str]:
     """What `up` will do to the running cluster, one line per kind of rollout, most disruptive first."""
+    pace = pace or RolloutConfig()
     if installed == Versions(None, None, None, None):
         return ["first install: no GPU software of this stack is running yet"]
     fractional = sum(n.fractional_pods for n in loads)
     nodes = f"{len(loads)} GPU node{'' if len(loads) == 1 else 's'}"
     plan: list[str] = []
     if wanted.driver and installed.driver and wanted.driver != installed.driver:
+        at_once = "one node" if pace.max_nodes_at_once == 1 else f"{pace.max_nodes_at_once} nodes"
         plan += [
-            f"driver {installed.driver} -> {wanted.driver}: full driver reinstall on each of {nodes}, one node at "
-            f"a time (the GPU Operator's upgrade controller, maxParallelUpgrades 1), in this order: {_order(loads)}",
-            f"  the upgrade controller deletes only pods asking for nvidia.com/gpu*: the {fractional} running "
-            "fractional pods are not drained, so the driver unload fails under them (gpu-operator issue 2570); "
-            "with gpuPodDeletion.force false it cannot delete KAI's reservation pods either, and the first node "
-            "holding one goes to upgrade-failed, which stops the rollout there",
+            f"driver {installed.driver} -> {wanted.driver}: full driver reinstall on each of {nodes}, {at_once} at "
+            f"a time (gpuOperator.rollout.maxNodesAtOnce), in this order: {_order(loads)}",
+            f"  each node is cordoned, its fractional jobs get {pace.drain_grace_seconds}s to finish "
+            "(gpuOperator.rollout.drainGraceSeconds), then they and KAI's reservation pods are deleted "
+            f"({fractional} fractional pods in all), its driver pod is replaced, and it is uncordoned once the new "
+            "driver, the validator and the node agents are Ready; the other nodes keep serving",
         ]
     elif wanted.gpu_operator and installed.gpu_operator and wanted.gpu_operator != installed.gpu_operator:
         plan.append(
@@ -137,7 +140,9 @@ def read_running(access: ClusterAccess, kai_namespace: str, agents_namespace: st
     return read_installed(cluster, kai_namespace, agents_namespace), read_loads(cluster)
 
 
-def read_plan(access: ClusterAccess, wanted: Versions, kai_namespace: str, agents_namespace: str) -> list[str]:
+def read_plan(
+    access: ClusterAccess, wanted: Versions, kai_namespace: str, agents_namespace: str, pace: RolloutConfig
+) -> list[str]:
     """The plan for the configured cluster, logged so that a preview shows it; a cluster that cannot be
     read yet gets no plan, said so."""
     try:
@@ -145,7 +150,7 @@ def read_plan(access: ClusterAccess, wanted: Versions, kai_namespace: str, agent
     except Exception as error:  # the client raises many types; all mean the same to the user
         lines = [f"not planned: the cluster could not be read ({type(error).__name__}: {redact(str(error))})"]
     else:
-        lines = plan_rollout(installed, wanted, loads)
+        lines = plan_rollout(installed, wanted, loads, pace)
     for line in lines:
         pulumi.log.info(redact(f"{LOG_PREFIX}{line}"))
     return lines

@@ -14,7 +14,9 @@ OPERATOR_DEPLOYMENT = "gpu-fractioning"
 # The DaemonSets the operator creates from the `default` GpuFractioningConfig.
 DAEMONSET_SELECTOR = "app.kubernetes.io/managed-by=gpu-fractioning"
 DAEMONS = ("mpsd", "fractiond")
-MPSD_SELECTOR = "app.kubernetes.io/component=mpsd"
+# The label the operator puts on each node agent's DaemonSet and pods: the agent's name.
+AGENT_LABEL = "app.kubernetes.io/component"
+MPSD_SELECTOR = f"{AGENT_LABEL}=mpsd"
 # What the operator reports on every GPU node, and what gates scheduling there.
 NODE_READY_CONDITION = "gpu-fractioning.nvidia.com/Ready"
 # The GpuFractioningConfig's condition types, each with its status when all is well: the operator

@@ -36,3 +36,14 @@ CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL = "nvidia.co
 # (../shared/reference/day2-upstream.md section 1.2).
 UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_DONE = "upgrade-done"
+
+# GFD's full driver-version label: the driver the node's kernel runs (GFD reads it through NVML).
+DRIVER_FULL_LABEL = "nvidia.com/cuda.driver-version.full"
+# The GPU Operator's driver DaemonSet (pods `app=nvidia-driver-daemonset`, always updateStrategy
+# OnDelete, so a new driver reaches a node only when its driver pod is deleted), the init container
+# that unloads the old driver, and the validator whose readiness says the node's GPU stack works
+# (gpu-operator controllers/upgrade_controller.go DriverLabelKey/Value @06faaf0;
+# ../shared/reference/day2-upstream.md 1.1).
+DRIVER_POD_SELECTOR = "app=nvidia-driver-daemonset"
+DRIVER_MANAGER_CONTAINER = "k8s-driver-manager"
+VALIDATOR_POD_SELECTOR = "app=nvidia-operator-validator"

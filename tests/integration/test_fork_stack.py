@@ -18,8 +18,17 @@ import pytest
 import yaml
 
 from components.vocabulary.fractions import POLICY_NAME
+from components.vocabulary.nvidia import DRIVER_FULL_LABEL as DRIVER_LABEL
 from components.vocabulary.nvidia import UPGRADE_STATE_LABEL
-from tests.integration.conftest import NODE, RECORD, leftovers, mpsd_stops, webhooks_off_the_machine
+from tests.integration.conftest import (
+    NODE,
+    RECORD,
+    leftovers,
+    mpsd_stops,
+    stand_in_operators,
+    webhooks_off_the_machine,
+)
+from tests.integration.gpu_nodes import TEAM, fractional_pod, more_gpu_nodes, reservation_pod, watched
 from tests.integration.workspace import (
     REPO,
     Workspace,
@@ -129,7 +138,8 @@ def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
     gfc = kubectl_json("get", "gpufractioningconfig", "default")
     assert gfc["spec"]["mpsDaemon"] == {"resources": {"limits": {"memory": "1Gi"}}}
     policy = kubectl_json("get", "clusterpolicies.nvidia.com", "cluster-policy")
-    assert policy["spec"]["driver"] == {"enabled": True, "version": "615.71.09"}
+    assert policy["spec"]["driver"]["version"] == "615.71.09"
+    assert policy["spec"]["driver"]["upgradePolicy"]["autoUpgrade"] is False, "this program rolls a new driver out"
     for pod in ("fraction-smoke-a", "fraction-smoke-b"):
         live = kubectl_json("get", "pod", pod)
         assert live["status"]["phase"] == "Running"
@@ -174,7 +184,7 @@ def test_a_preview_of_a_driver_bump_names_the_rollout_it_would_start(a100: Works
     nodes = kubectl_json("get", "nodes", "-l", "nvidia.com/gpu.present=true")["items"]
     planned = f"driver {installed} -> 615.99.01: full driver reinstall on each of {len(nodes)} GPU node"
     assert f"rollout plan: {planned}" in preview.output, preview.output[-3000:]
-    assert "fractional pods are not drained" in preview.output
+    assert "fractional jobs get 300s to finish" in preview.output
     # The pull request's summary, from the engine's own event log.
     summary = summarize(parse(events.read_text()))
     assert "#### Rollout plan" in summary and f"- {planned}" in summary, summary
@@ -207,11 +217,104 @@ def test_the_gpu_operator_gate_names_a_node_stuck_in_a_driver_upgrade_and_its_po
     kubectl("-n", "kube-system", "delete", "configmap", RECORD, "--ignore-not-found")
 
 
+def mpsd_pods() -> list[dict[str, Any]]:
+    return list(kubectl_json("-n", "gpu-fractioning", "get", "pods", "-l", "app.kubernetes.io/component=mpsd")["items"])
+
+
+def mpsd_nodes() -> list[str]:
+    """The nodes of every mpsd pod, those being deleted included."""
+    return sorted(p["spec"].get("nodeName", "") for p in mpsd_pods())
+
+
 def mpsd_on(node: str) -> bool:
-    pods = kubectl_json("-n", "gpu-fractioning", "get", "pods", "-l", "app.kubernetes.io/component=mpsd")["items"]
-    on_node = [p for p in pods if p["spec"].get("nodeName") == node]
+    on_node = [p for p in mpsd_pods() if p["spec"].get("nodeName") == node]
     # The stopped one gone too: its stop is recorded when it goes.
     return bool(on_node) and not any(p["metadata"].get("deletionTimestamp") for p in on_node)
+
+
+ROLLOUT = {"maxNodesAtOnce": 1, "drainGraceSeconds": 2, "nodeTimeoutSeconds": 180}
+
+
+def set_driver(a100: Workspace, version: str) -> None:
+    a100.pulumi("config", "set", "--path", "gpuOperator.driver.version", version, stack="a100")
+
+
+def node_state(name: str) -> tuple[str, bool, list[str]]:
+    """The driver GFD reports on the node, whether it is cordoned, and its taints' keys."""
+    node = kubectl_json("get", "node", name)
+    taints = [t["key"] for t in node["spec"].get("taints") or []]
+    return node["metadata"]["labels"].get(DRIVER_LABEL, ""), bool(node["spec"].get("unschedulable")), taints
+
+
+def driver_pods() -> dict[str, dict[str, Any]]:
+    pods = kubectl_json("-n", "gpu-operator", "get", "pods", "-l", "app=nvidia-driver-daemonset")["items"]
+    return {p["spec"]["nodeName"]: p for p in pods if not p["metadata"].get("deletionTimestamp")}
+
+
+def test_a_driver_bump_takes_each_of_four_gpu_nodes_in_turn_and_stops_at_one_that_cannot_unload(
+    a100: Workspace,
+) -> None:
+    """Four GPU nodes with fractional and reservation pods: a driver bump cordons one node at a time and
+    drains only that node's pods; the gates and the smoke pods follow on the new driver. A second bump
+    meets a pod on gpu-node-2 that holds the driver and tolerates the rollout's taint: the rollout stops
+    there naming it, the other nodes serve, and the rerun after the fix takes up where it stopped."""
+    for key, value in ROLLOUT.items():
+        a100.pulumi("config", "set", "--path", f"gpuOperator.rollout.{key}", str(value), stack="a100")
+    installed = kubectl_json("get", "clusterpolicy", "cluster-policy")["spec"]["driver"]["version"]
+    names = [NODE, "gpu-node-1", "gpu-node-2", "gpu-node-3"]
+    with stand_in_operators(mpsd_stop=1), more_gpu_nodes(names[1:]):
+        wait_until(lambda: all(node_state(n)[0] == installed and mpsd_on(n) for n in names), 180, "four GPU nodes")
+        pods = [fractional_pod(f"job-{n}", n) for n in names] + [reservation_pod(n) for n in names]
+        kubectl("create", "namespace", TEAM)
+        kubectl("apply", "-f", "-", input_text=yaml.safe_dump_all(pods))
+        set_driver(a100, "615.99.01")
+        with watched() as timeline:
+            up = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=900)
+        assert "driver rollout: 615.99.01 to 4 of 4 GPU nodes, 1 at a time" in up.output, up.output[-3000:]
+        assert timeline.most_cordoned == 1, "never more nodes cordoned than gpuOperator.rollout.maxNodesAtOnce"
+        ours = {f"{TEAM}/job-{n}": n for n in names} | {
+            f"kai-resource-reservation/gpu-reservation-{n}": n for n in names
+        }
+        drained = {pod: (node, cordoned) for pod, node, cordoned in timeline.gone if pod in ours}
+        assert set(drained) == set(ours), "every fractional and reservation pod was drained"
+        for pod, (node, cordoned) in drained.items():
+            assert cordoned == {node}, f"{pod} went while {sorted(cordoned)} were cordoned, not its node alone"
+        assert all(node_state(n) == ("615.99.01", False, []) for n in names), [node_state(n) for n in names]
+        for gate in ("GPU Operator ready: all 4", "gpu-fractioning node agents ready: all 6"):
+            assert gate in up.output, f"{gate} checks hold again on the new driver"
+        smoke = kubectl_json("get", "pod", "fraction-smoke-a")
+        assert smoke["metadata"]["annotations"]["kai-gpu-fractions/started-on-driver"] == "615.99.01"
+
+        # A whole-GPU pod that tolerates every taint keeps the driver busy on gpu-node-2.
+        holder = fractional_pod("gpu-holder", "gpu-node-2")
+        holder["metadata"]["annotations"] = {}
+        holder["spec"]["tolerations"] = [{"operator": "Exists"}]
+        kubectl("apply", "-f", "-", input_text=yaml.safe_dump(holder))
+        set_driver(a100, "615.99.02")
+        failed = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", check=False, timeout=900)
+        assert failed.returncode != 0
+        assert "driver rollout stopped at gpu-node-2: its new driver pod gpu-operator/" in failed.output, failed.output[
+            -3000:
+        ]
+        assert "Init:CrashLoopBackOff (k8s-driver-manager" in failed.output
+        assert f"still using the GPU on gpu-node-2: {TEAM}/gpu-holder" in failed.output
+        assert [node_state(n)[:2] for n in names] == [
+            ("615.99.02", False),
+            ("615.99.02", False),
+            ("615.99.01", True),
+            ("615.99.01", False),
+        ], "the failed node stays cordoned, the ones before it are done, the one after it untouched"
+        finished = {n: driver_pods()[n]["metadata"]["uid"] for n in names[:2]}
+        kubectl("-n", TEAM, "delete", "pod", "gpu-holder", "--wait=true")
+        rerun = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=900)
+        assert "driver rollout: 615.99.02 to 2 of 4 GPU nodes, 1 at a time: gpu-node-2, gpu-node-3" in rerun.output
+        assert {n: driver_pods()[n]["metadata"]["uid"] for n in names[:2]} == finished, "finished nodes not redone"
+        assert all(node_state(n) == ("615.99.02", False, []) for n in names)
+        kubectl("delete", "namespace", TEAM, "--wait=true")
+    # mpsd left each node during the rollout and with the nodes: once those pods are gone, forget their
+    # stops for destroy's check.
+    wait_until(lambda: mpsd_nodes() == [NODE], 120, "mpsd gone with the removed nodes")
+    kubectl("-n", "kube-system", "delete", "configmap", RECORD, "--ignore-not-found")
 
 
 def test_the_stack_passes_the_policy_pack(a100: Workspace) -> None:

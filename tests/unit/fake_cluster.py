@@ -65,6 +65,16 @@ class ExecFailed(RuntimeError):
     """An exec the fake has no answer for, as the API server refuses one into a pod without the command."""
 
 
+def merge(target: Json, patch: Json) -> None:
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            merge(target[key], value)
+        else:
+            target[key] = value
+
+
 @dataclass
 class FakeCluster:
     """A cluster that holds what a test put in it, answers each call from it, and records the calls
@@ -92,6 +102,8 @@ class FakeCluster:
     deleted_objects: list[tuple[str, str, str, str]] = field(default_factory=list)
     # (api_version, plural, namespace, manifest) of each dry-run create
     dry_runs: list[tuple[str, str, str | None, Json]] = field(default_factory=list)
+    # (node, patch) of each patch_node
+    node_patches: list[tuple[str, Json]] = field(default_factory=list)
     # (namespace, label_selector, field_selector) of each list_pods
     pod_listings: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -159,6 +171,14 @@ class FakeCluster:
     def list_nodes(self, label_selector: str = "") -> list[Json]:
         return self._selected("nodes", "", label_selector)
 
+    def patch_node(self, name: str, patch: Json) -> None:
+        """Merges labels, annotations and spec as a strategic merge patch does (None removes a key)."""
+        with self.lock:
+            node = self.objects["nodes"][""][name]
+            for part in ("metadata", "spec"):
+                merge(node.setdefault(part, {}), patch.get(part) or {})
+            self.node_patches.append((name, patch))
+
     def list_runtime_classes(self) -> list[Json]:
         return self.listed("runtimeclasses.node.k8s.io", "")
 
@@ -180,6 +200,9 @@ class FakeCluster:
 
     def list_daemonsets(self, namespace: str, label_selector: str = "") -> list[Json]:
         return self._selected("daemonsets.apps", namespace, label_selector)
+
+    def list_controller_revisions(self, namespace: str, label_selector: str = "") -> list[Json]:
+        return self._selected("controllerrevisions.apps", namespace, label_selector)
 
     # ---------------------------------------------------------------- admission
 
@@ -216,7 +239,12 @@ class FakeCluster:
             self.created_pods.append(name)
 
     def delete_pod(
-        self, namespace: str, name: str, wait: bool = True, timeout_seconds: float = POD_GONE_TIMEOUT_SECONDS
+        self,
+        namespace: str,
+        name: str,
+        wait: bool = True,
+        timeout_seconds: float = POD_GONE_TIMEOUT_SECONDS,
+        grace_period_seconds: int | None = 0,
     ) -> None:
         """Gone at once, there or not, as KubeClient's is by the time it returns."""
         with self.lock:

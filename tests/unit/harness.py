@@ -51,6 +51,8 @@ class Registration:
     sent: dict[str, Any] = field(default_factory=dict)
     # The outputs the program asked the engine to store as secrets (`additional_secret_outputs`).
     secret_outputs: list[str] = field(default_factory=list)
+    replace_on_changes: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
 
 
 @dataclass
@@ -154,6 +156,8 @@ class RecordingMonitor(mocks.MockMonitor):
                     dependencies=list(request.dependencies),
                     sent=json_format.MessageToDict(request.object),
                     secret_outputs=list(request.additionalSecretOutputs),
+                    replace_on_changes=list(request.replaceOnChanges),
+                    delete_before_replace=request.deleteBeforeReplace,
                 )
             )
         return response

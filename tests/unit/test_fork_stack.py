@@ -113,7 +113,15 @@ def test_the_gpu_operator_is_pinned_to_v26_7_1_with_the_r615_driver(run_program:
         "the NVIDIA Helm repository by default"
     )
     assert release["namespace"] == "gpu-operator"
-    assert release["values"] == {"driver": {"enabled": True, "version": "615.71.09"}}
+    assert release["values"] == {
+        "driver": {"enabled": True, "version": "615.71.09", "upgradePolicy": {"autoUpgrade": False}},
+        "daemonsets": {
+            "tolerations": [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                {"key": "kai-gpu-fractions/driver-rollout", "operator": "Exists", "effect": "NoExecute"},
+            ]
+        },
+    }
 
 
 def test_host_driver_mode_turns_the_driver_container_off(run_program: ProgramRunner) -> None:
@@ -387,7 +395,10 @@ def test_smoke_pods_are_the_guides_two_half_gpu_non_root_pods(run_program: Progr
         assert metadata["annotations"] == {
             "gpu-fraction": "0.5",
             "nvidia.com/container.main.gpu-compute.mode": "sm-sharing",
+            "kai-gpu-fractions/started-on-driver": "615.71.09",
         }
+        assert pod.replace_on_changes == ["metadata.annotations"], "a new driver drains them: they start again"
+        assert pod.delete_before_replace, "under the same names"
         assert metadata["labels"]["kai.scheduler/queue"] == "default-queue"
         assert spec["schedulerName"] == "kai-scheduler"
         assert spec["runtimeClassName"] == "nvidia"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from components.config.model import RolloutConfig
 from components.rollout.plan import NodeLoad, Versions, plan_rollout, read_installed, read_loads
 from tests.unit.fake_cluster import FakeCluster
 from tests.unit.harness import ProgramRunner
@@ -29,12 +30,21 @@ def test_a_first_install_has_nothing_to_roll() -> None:
     ]
 
 
-def test_a_driver_bump_reinstalls_node_by_node_and_names_what_upstream_will_not_drain() -> None:
+def test_a_driver_bump_reinstalls_node_by_node_and_drains_each_nodes_fractional_pods_first() -> None:
     plan = plan_rollout(RUNNING, wanted(driver="615.80.01"), LOADS)
-    assert plan[0].startswith("driver 615.71.09 -> 615.80.01: full driver reinstall on each of 2 GPU nodes")
+    assert plan[0].startswith(
+        "driver 615.71.09 -> 615.80.01: full driver reinstall on each of 2 GPU nodes, one node at a time"
+    )
     assert "gpu-node-0 (2 fractional, 1 reservation), gpu-node-1 (3 fractional, 0 reservation)" in plan[0]
-    assert "the 5 running fractional pods are not drained" in plan[1]
-    assert "upgrade-failed" in plan[1], "the chart default stops at the first node with a reservation pod"
+    assert "fractional jobs get 300s to finish" in plan[1]
+    assert "(5 fractional pods in all)" in plan[1]
+
+
+def test_a_driver_bump_names_the_configured_pace() -> None:
+    pace = RolloutConfig(max_nodes_at_once=3, drain_grace_seconds=60)
+    plan = plan_rollout(RUNNING, wanted(driver="615.80.01"), LOADS, pace)
+    assert "3 nodes at a time (gpuOperator.rollout.maxNodesAtOnce)" in plan[0]
+    assert "fractional jobs get 60s to finish" in plan[1]
 
 
 def test_a_chart_bump_with_the_same_driver_restarts_operands_and_warns_of_a_new_driver_manager() -> None:
