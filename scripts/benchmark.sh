@@ -5,9 +5,11 @@
 # local deployment is never touched.
 #
 # Usage: scripts/benchmark.sh [--short] NAME...|all [-- ARGS...]
-#   NAME     program_evaluation, policy_pack, engine_vs_helm, fork_supply, node_scale; `all` runs each
-#   --short  one round or sample each (node_scale with 8 nodes, not 64): checks that they run and
-#            print, as CI does (the figures of a short run are not worth quoting)
+#   NAME     program_evaluation, policy_pack, engine_vs_helm, fork_supply, node_scale, driver_rollout;
+#            `all` runs each
+#   --short  one round or sample each (node_scale with 8 nodes, not 64; driver_rollout on 1 and 4 with
+#            short stand-in delays): checks that they run and print, as CI does (the figures of a
+#            short run are not worth quoting)
 #   ARGS     passed to each benchmark, e.g. -- --rounds 5
 set -euo pipefail
 
@@ -16,9 +18,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 KGF_SCRIPT=benchmark
 cd "$KGF_REPO"
 
-ALL=(program_evaluation policy_pack engine_vs_helm fork_supply node_scale)
+ALL=(program_evaluation policy_pack engine_vs_helm fork_supply node_scale driver_rollout)
 usage() {
-	sed -n 's/^# \{0,1\}//; 7,11p' "${BASH_SOURCE[0]}" >&2
+	sed -n 's/^# \{0,1\}//; 7,13p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 short=false names=() args=()
@@ -71,6 +73,7 @@ for name in "${names[@]}"; do
 		program_evaluation) extra=(--samples 1) ;;
 		# A fleet of 8 shows that the many-node path runs; 64 is for figures worth quoting.
 		node_scale) extra=(--rounds 1 --nodes 8) ;;
+		driver_rollout) extra=(--rounds 1 --sizes 1,4 --install 2 --mpsd-stop 1) ;;
 		*) extra=(--rounds 1) ;;
 		esac
 	fi

@@ -155,8 +155,8 @@ class Rollout:
         self.wait_for(group, deadline, lambda node, pods: agents_missing(node, self.agents_on(pods, agents)))
         self.patch_nodes(group, uncordon_patch)
         took = self.clock.now() - start
-        self.progress(f"{', '.join(group)}: on driver {self.spec.driver_version} and uncordoned after {took:.0f}s")
-        done = f"driver {self.spec.driver_version}, validated, uncordoned after {took:.0f}s"
+        self.progress(f"{', '.join(group)}: on driver {self.spec.driver_version} and uncordoned after {took:.1f}s")
+        done = f"driver {self.spec.driver_version}, validated, uncordoned after {took:.1f}s"
         return [CheckResult(node, True, done) for node in group]
 
     def patch_nodes(self, group: list[str], patch: Callable[[Json], dict[str, Any]]) -> None:

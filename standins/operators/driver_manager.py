@@ -111,8 +111,10 @@ def restarts_of(pod: Json) -> int:
 class DriverManager:
     def __init__(self) -> None:
         self.failed_at: dict[str, float] = {}
+        # Driver pods whose node unloaded the old driver, by uid: when the new one's install began.
+        self.installing: dict[str, float] = {}
 
-    def step(self, cluster: Cluster, _knobs: Knobs, now: float) -> None:
+    def step(self, cluster: Cluster, knobs: Knobs, now: float) -> None:
         drivers = [p for p in cluster.list(PODS, DRIVER_SELECTOR) if not deleting(p)]
         if not drivers:
             return
@@ -120,9 +122,11 @@ class DriverManager:
         for driver in drivers:
             node = cluster.get(path("v1", "nodes", name=driver["spec"].get("nodeName") or "-"))
             if node is not None:
-                self._driver_pod(cluster, driver, node, on_nodes.get(name_of(node), []), now)
+                self._driver_pod(cluster, knobs, driver, node, on_nodes.get(name_of(node), []), now)
 
-    def _driver_pod(self, cluster: Cluster, driver: Json, node: Json, on_node: list[Json], now: float) -> None:
+    def _driver_pod(
+        self, cluster: Cluster, knobs: Knobs, driver: Json, node: Json, on_node: list[Json], now: float
+    ) -> None:
         wanted = (driver["metadata"].get("annotations") or {}).get(DRIVER_VERSION_ANNOTATION, "")
         loaded = (node["metadata"].get("annotations") or {}).get(LOADED_DRIVER_ANNOTATION)
         pod_path = path("v1", "pods", driver["metadata"]["namespace"], name_of(driver)) + "/status"
@@ -136,6 +140,17 @@ class DriverManager:
             cluster.patch(pod_path, status(driver, "Pending", False, WORKING, restarts_of(driver)))
         if loaded is None:
             cluster.patch(node_path, {"metadata": {"annotations": {LOADED_DRIVER_ANNOTATION: wanted}}})
+            return
+        uid = str(driver["metadata"].get("uid"))
+        if uid in self.installing:
+            # The old driver is unloaded: the driver container builds and loads the new one.
+            done_at = self.installing[uid] + (knobs.delay("driver-install") or 0.0)
+            if now < done_at:
+                ALARM.at(done_at)
+                return
+            del self.installing[uid]
+            cluster.patch(node_path, {"metadata": {"annotations": {LOADED_DRIVER_ANNOTATION: wanted}}})
+            cluster.patch(pod_path, status(driver, "Running", True, DONE, restarts_of(driver)))
             return
         retry_at = self.failed_at.get(name_of(driver), 0.0) + RETRY_SECONDS
         if now < retry_at:
@@ -156,8 +171,10 @@ class DriverManager:
             cluster.patch(pod_path, status(driver, "Pending", False, CRASHED, restarts_of(driver) + 1))
             cluster.patch(node_path, {"metadata": {"labels": enabled}})
             return
-        cluster.patch(node_path, {"metadata": {"labels": enabled, "annotations": {LOADED_DRIVER_ANNOTATION: wanted}}})
-        cluster.patch(pod_path, status(driver, "Running", True, DONE, restarts_of(driver)))
+        # The driver-manager re-enables the operands once it has unloaded (DM :485-521).
+        cluster.patch(node_path, {"metadata": {"labels": enabled}})
+        self.installing[uid] = now
+        ALARM.ring()
 
     @staticmethod
     def _evict_gpu_pods(cluster: Cluster, on_node: list[Json]) -> None:

@@ -28,6 +28,8 @@ DEFAULTS = {
     "gpu-fractioning": 2.0,
     # From an mpsd pod's deletion to its exit (the real daemon takes about a minute).
     "mpsd-stop": 8.0,
+    # From the old driver unloaded to the new one loaded on a node (the real build takes minutes).
+    "driver-install": 1.0,
     # From an nvml-mock pod running to its node labelled gpu.present.
     "nvml-mock": 1.0,
     # From KAI's serving Deployment existing to its webhooks answering (a pod's start).
