@@ -11,7 +11,7 @@ node already on the new driver again. Decisions are in driver.py; this module re
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pulumi
@@ -22,7 +22,7 @@ from components.cluster.facts import is_gpu_node, node_facts
 from components.cluster.objects import labels_of, name, qualified
 from components.cluster.protocol import Cluster, Json
 from components.cluster.results import CheckResult, ReportedFailure
-from components.cluster.waiting import Clock, Deadline, poll
+from components.cluster.waiting import Clock, Deadline, poll, poll_delays
 from components.rollout.driver import (
     REVISION_LABEL,
     RolloutSpec,
@@ -55,6 +55,13 @@ report_failures_without_traceback()
 # How long the GPU Operator may take to render the driver DaemonSet for a new version after its
 # release is upgraded (a reconcile: seconds).
 RENDER_TIMEOUT_SECONDS = 300.0
+
+
+def node_delays() -> Iterator[float]:
+    """The waits between two looks at a node in the rollout: as every wait's, but never more than a
+    second apart, since each node's time adds up over the cluster (a look is one list of the node's
+    pods and one read of the node)."""
+    return poll_delays(longest=1.0)
 
 
 class RolloutStopped(ReportedFailure):
@@ -203,7 +210,7 @@ class Rollout:
                 found += [qualified(p) for on_node in self.agents_on(pods, agents).values() for p in on_node]
             return found
 
-        still = poll(left, lambda still: not still, deadline)
+        still = poll(left, lambda still: not still, deadline, node_delays())
         if still:
             raise RolloutStopped(
                 f"driver rollout stopped at {', '.join(group)}: these pods were deleted or evicted and are still "
@@ -227,6 +234,7 @@ class Rollout:
             look,
             lambda found: all(not gaps for _, gaps, _ in found.values()) or any(t for t, _, _ in found.values()),
             deadline,
+            node_delays(),
         )
         for node, (trouble, gaps, pods) in found.items():
             if trouble:
