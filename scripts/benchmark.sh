@@ -73,7 +73,7 @@ for name in "${names[@]}"; do
 		program_evaluation) extra=(--samples 1) ;;
 		# A fleet of 8 shows that the many-node path runs; 64 is for figures worth quoting.
 		node_scale) extra=(--rounds 1 --nodes 8) ;;
-		driver_rollout) extra=(--rounds 1 --sizes 1,4 --install 2 --mpsd-stop 1) ;;
+		driver_rollout) extra=(--rounds 1 --sizes "1,4" --install 2 --mpsd-stop 1) ;;
 		*) extra=(--rounds 1) ;;
 		esac
 	fi
