@@ -16,15 +16,17 @@ import pulumi
 from components.cluster.client import KubeClient
 from components.cluster.engine import ClusterAccess
 from components.cluster.facts import is_gpu_node, node_facts
-from components.cluster.objects import is_fractional
+from components.cluster.objects import is_fractional, labels_of, name
 from components.cluster.protocol import Cluster, Json
 from components.config.model import RolloutConfig
 from components.config.secrets import redact
+from components.rollout.driver import ROLLOUT_ANNOTATION
 from components.vocabulary.kai import RESERVATION_NAMESPACE
 from components.vocabulary.nvidia import (
     CLUSTER_POLICY_GROUP,
     CLUSTER_POLICY_PLURAL,
     CLUSTER_POLICY_VERSION,
+    DRIVER_FULL_LABEL,
 )
 
 CLUSTER_POLICY = "cluster-policy"
@@ -49,6 +51,10 @@ class NodeLoad:
     node: str
     fractional_pods: int
     reservation_pods: int
+    # The driver GPU Feature Discovery reports on the node; None when it reports none.
+    driver: str | None = None
+    # Left cordoned by a driver rollout that stopped: the next one takes it first.
+    stopped: bool = False
 
 
 def _tag(deployments: list[Json]) -> str | None:
@@ -83,8 +89,19 @@ def read_loads(cluster: Cluster) -> list[NodeLoad]:
     reservations = Counter(
         p["spec"].get("nodeName") for p in running if p["metadata"].get("namespace") == RESERVATION_NAMESPACE
     )
-    nodes = sorted(node["metadata"]["name"] for node in cluster.list_nodes() if is_gpu_node(node_facts(node)))
-    return [NodeLoad(node, fractional[node], reservations[node]) for node in nodes]
+    loads = []
+    for node in sorted((n for n in cluster.list_nodes() if is_gpu_node(node_facts(n))), key=name):
+        node_name, stopped = name(node), ROLLOUT_ANNOTATION in (node["metadata"].get("annotations") or {})
+        driver = labels_of(node).get(DRIVER_FULL_LABEL)
+        loads.append(NodeLoad(node_name, fractional[node_name], reservations[node_name], driver, stopped))
+    return loads
+
+
+def _behind(loads: list[NodeLoad], driver: str) -> list[NodeLoad]:
+    """The nodes a stopped or interrupted rollout to `driver` has yet to take, in the order it takes them:
+    those it left cordoned, then those reporting another driver (one reporting none yet is installing)."""
+    behind = [n for n in loads if n.stopped or (n.driver is not None and n.driver != driver)]
+    return sorted(behind, key=lambda n: (not n.stopped, n.node))
 
 
 def _order(loads: list[NodeLoad]) -> str:
@@ -100,9 +117,9 @@ def plan_rollout(
         return ["first install: no GPU software of this stack is running yet"]
     fractional = sum(n.fractional_pods for n in loads)
     nodes = f"{len(loads)} GPU node{'' if len(loads) == 1 else 's'}"
+    at_once = "one node" if pace.max_nodes_at_once == 1 else f"{pace.max_nodes_at_once} nodes"
     plan: list[str] = []
     if wanted.driver and installed.driver and wanted.driver != installed.driver:
-        at_once = "one node" if pace.max_nodes_at_once == 1 else f"{pace.max_nodes_at_once} nodes"
         plan += [
             f"driver {installed.driver} -> {wanted.driver}: full driver reinstall on each of {nodes}, {at_once} at "
             f"a time (gpuOperator.rollout.maxNodesAtOnce), in this order: {_order(loads)}",
@@ -111,6 +128,11 @@ def plan_rollout(
             f"({fractional} fractional pods in all), its driver pod is replaced, and it is uncordoned once the new "
             "driver, the validator and the node agents are Ready; the other nodes keep serving",
         ]
+    elif wanted.driver and wanted.driver == installed.driver and (behind := _behind(loads, wanted.driver)):
+        plan.append(
+            f"driver {wanted.driver}: an unfinished rollout, {len(behind)} of {len(loads)} GPU nodes do not report it "
+            f"yet; up takes them, {at_once} at a time, in this order: {_order(behind)}"
+        )
     elif wanted.gpu_operator and installed.gpu_operator and wanted.gpu_operator != installed.gpu_operator:
         plan.append(
             f"GPU Operator chart {installed.gpu_operator} -> {wanted.gpu_operator}: operator roll and operand "

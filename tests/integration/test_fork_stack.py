@@ -306,6 +306,11 @@ def test_a_driver_bump_takes_each_of_four_gpu_nodes_in_turn_and_stops_at_one_tha
         ], "the failed node stays cordoned, the ones before it are done, the one after it untouched"
         finished = {n: driver_pods()[n]["metadata"]["uid"] for n in names[:2]}
         kubectl("-n", TEAM, "delete", "pod", "gpu-holder", "--wait=true")
+        resume = a100.pulumi("preview", stack="a100")
+        assert (
+            "rollout plan: driver 615.99.02: an unfinished rollout, 2 of 4 GPU nodes do not report it yet; up takes "
+            "them, one node at a time, in this order: gpu-node-2 (0 fractional, 0 reservation), gpu-node-3"
+        ) in resume.output, "the preview names the rollout the rerun performs"
         rerun = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=900)
         assert "driver rollout: 615.99.02 to 2 of 4 GPU nodes, 1 at a time: gpu-node-2, gpu-node-3" in rerun.output
         assert {n: driver_pods()[n]["metadata"]["uid"] for n in names[:2]} == finished, "finished nodes not redone"

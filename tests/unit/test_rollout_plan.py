@@ -40,6 +40,24 @@ def test_a_driver_bump_reinstalls_node_by_node_and_drains_each_nodes_fractional_
     assert "(5 fractional pods in all)" in plan[1]
 
 
+def test_a_stopped_rollout_is_planned_from_the_node_it_stopped_at() -> None:
+    loads = [
+        NodeLoad("gpu-node-0", 0, 0, "615.80.01"),
+        NodeLoad("gpu-node-1", 0, 0, "615.71.09"),
+        NodeLoad("gpu-node-2", 1, 0, "615.71.09", stopped=True),
+        NodeLoad("gpu-node-3", 0, 0, None),
+    ]
+    (line,) = plan_rollout(wanted(driver="615.80.01"), wanted(driver="615.80.01"), loads)
+    assert line == (
+        "driver 615.80.01: an unfinished rollout, 2 of 4 GPU nodes do not report it yet; up takes them, one node "
+        "at a time, in this order: gpu-node-2 (1 fractional, 0 reservation), gpu-node-1 (0 fractional, 0 reservation)"
+    ), "the stopped node first; a node reporting no driver yet is installing, not behind"
+    done = [NodeLoad("gpu-node-0", 0, 0, "615.80.01"), NodeLoad("gpu-node-3", 0, 0, None)]
+    assert plan_rollout(wanted(driver="615.80.01"), wanted(driver="615.80.01"), done) == [
+        "no GPU-side change: nothing rolls"
+    ]
+
+
 def test_a_driver_bump_names_the_configured_pace() -> None:
     pace = RolloutConfig(max_nodes_at_once=3, drain_grace_seconds=60)
     plan = plan_rollout(RUNNING, wanted(driver="615.80.01"), LOADS, pace)
@@ -91,8 +109,13 @@ def test_the_readers_take_what_upstream_writes() -> None:
     assert read_installed(cluster, "kai-scheduler", "gpu-fractioning") == Versions(
         "615.71.09", "v26.7.1", "smshare-a", None
     ), "a registry port is not a tag; a namespace with no operator has none"
-    for name in ("gpu-node-0", "gpu-node-1"):
-        cluster.put("nodes", {"metadata": {"name": name, "labels": {"nvidia.com/gpu.present": "true"}}})
+    cluster.put("nodes", {"metadata": {"name": "gpu-node-0", "labels": {"nvidia.com/gpu.present": "true"}}})
+    stopped = {
+        "name": "gpu-node-1",
+        "labels": {"nvidia.com/gpu.present": "true", "nvidia.com/cuda.driver-version.full": "615.71.09"},
+        "annotations": {"kai-gpu-fractions/driver-rollout": "5c764d6979"},
+    }
+    cluster.put("nodes", {"metadata": stopped})
     cluster.put("nodes", {"metadata": {"name": "cpu-node", "labels": {}}})
     cluster.put(
         "pods",
@@ -105,7 +128,10 @@ def test_the_readers_take_what_upstream_writes() -> None:
     cluster.put(
         "pods", pod("reservation", "kai-resource-reservation", "gpu-node-1", {}), namespace="kai-resource-reservation"
     )
-    assert read_loads(cluster) == [NodeLoad("gpu-node-0", 2, 0), NodeLoad("gpu-node-1", 0, 1)]
+    assert read_loads(cluster) == [
+        NodeLoad("gpu-node-0", 2, 0),
+        NodeLoad("gpu-node-1", 0, 1, "615.71.09", stopped=True),
+    ]
 
 
 @pytest.mark.parametrize("preview", [True, False])
