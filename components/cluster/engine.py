@@ -57,6 +57,11 @@ def with_secret_kubeconfig(opts: pulumi.ResourceOptions | None) -> pulumi.Resour
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]))
 
 
+def progress_to_stderr(line: str) -> None:
+    """The engine shows a dynamic provider's stderr as it comes, under the stack's diagnostics."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def report_failures_without_traceback() -> None:
     """The dynamic provider server answers every exception with `traceback.format_exc()`, so a
     failed proof would reach the operator under a dozen lines of Python frames (pulumi/pulumi#10416).

@@ -8,7 +8,6 @@ wait, and the StepGate resource that runs it during `up`.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,13 @@ from typing import Any
 import pulumi
 
 from components.cluster.client import KubeClient
-from components.cluster.engine import CheckProvider, CheckResource, ClusterAccess, report_failures_without_traceback
+from components.cluster.engine import (
+    CheckProvider,
+    CheckResource,
+    ClusterAccess,
+    progress_to_stderr,
+    report_failures_without_traceback,
+)
 from components.cluster.protocol import Cluster
 from components.cluster.results import CheckResult, ReportedFailure, failures, format_results
 from components.cluster.waiting import Clock, Deadline, poll
@@ -67,11 +72,6 @@ def minutes(seconds: float) -> str:
         if seconds % 60
         else f"{seconds // 60} min"
     )
-
-
-def progress_to_stderr(line: str) -> None:
-    """The engine shows a dynamic provider's stderr as it comes, under the stack's diagnostics."""
-    print(line, file=sys.stderr, flush=True)
 
 
 def wait_for_gate(

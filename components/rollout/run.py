@@ -10,14 +10,19 @@ node already on the new driver again. Decisions are in driver.py; this module re
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pulumi
 
 from components.cluster.client import KubeClient
-from components.cluster.engine import CheckProvider, CheckResource, ClusterAccess, report_failures_without_traceback
+from components.cluster.engine import (
+    CheckProvider,
+    CheckResource,
+    ClusterAccess,
+    progress_to_stderr,
+    report_failures_without_traceback,
+)
 from components.cluster.facts import is_gpu_node, node_facts
 from components.cluster.objects import labels_of, name, qualified
 from components.cluster.protocol import Cluster, Json
@@ -69,8 +74,7 @@ class RolloutStopped(ReportedFailure):
 
 
 def say(line: str) -> None:
-    """The engine shows a dynamic provider's stderr as it comes, under the stack's diagnostics."""
-    print(f"driver rollout: {line}", file=sys.stderr, flush=True)
+    progress_to_stderr(f"driver rollout: {line}")
 
 
 class Rollout:
@@ -117,13 +121,13 @@ class Rollout:
         """The driver DaemonSet's newest revision, once the operator has rendered it for the new driver."""
         version = self.spec.driver_version
 
-        def look() -> tuple[Json | None, str | None]:
+        def look() -> str | None:
             found = next(iter(self.cluster.list_daemonsets(self.spec.namespace, DRIVER_POD_SELECTOR)), None)
             if found is None or not carries_version(found, version):
-                return found, None
-            return found, latest_revision(found, self.cluster.list_controller_revisions(self.spec.namespace))
+                return None
+            return latest_revision(found, self.cluster.list_controller_revisions(self.spec.namespace))
 
-        _, revision = poll(look, lambda found: found[1] is not None, Deadline.after(RENDER_TIMEOUT_SECONDS, self.clock))
+        revision = poll(look, lambda found: found is not None, Deadline.after(RENDER_TIMEOUT_SECONDS, self.clock))
         if revision is None:
             raise RolloutStopped(
                 f"the GPU Operator has not rendered its driver DaemonSet for driver {version} within "
@@ -139,7 +143,8 @@ class Rollout:
         self.progress(f"{', '.join(group)}: cordoned")
         self.wait_for_jobs(group, deadline)
         self.patch_nodes(group, lambda node: taint_patch(node, revision))
-        self.drain(group, deadline)
+        agents = self.agents()
+        self.drain(group, agents, deadline)
         for node in group:
             driver = self.driver_on(self.pods_on(node))
             if driver is not None and labels_of(driver).get(REVISION_LABEL) != revision:
@@ -158,7 +163,6 @@ class Rollout:
             ),
         )
         self.patch_nodes(group, untaint_patch)
-        agents = self.agents()
         self.wait_for(group, deadline, lambda node, pods: agents_missing(node, self.agents_on(pods, agents)))
         self.patch_nodes(group, uncordon_patch)
         took = self.clock.now() - start
@@ -194,13 +198,12 @@ class Rollout:
                 f"{', '.join(group)}: {len(jobs)} fractional pods still running after the grace period: deleting them"
             )
 
-    def drain(self, group: list[str], deadline: Deadline) -> None:
+    def drain(self, group: list[str], agents: list[str], deadline: Deadline) -> None:
         """The taint evicts what does not tolerate it; what does and is fractional is deleted. Then waits
         until none of them, and none of the node agents, is left on the node."""
         for node in group:
             for pod in drain_targets(self.pods_on(node)):
                 self.cluster.delete_pod(pod["metadata"]["namespace"], name(pod), wait=False, grace_period_seconds=None)
-        agents = self.agents()
 
         def left() -> list[str]:
             found = []

@@ -231,7 +231,6 @@ class DriverCluster(FakeCluster):
     """Replaces a deleted driver pod with one of the new revision, as the DaemonSet controller does;
     the new driver loads (GFD reports it) unless a pod still using the GPU runs on the node."""
 
-    clock_time: list[float] = field(default_factory=lambda: [0.0])
     cordoned_at_most: int = 0
     # (pod, its node, the nodes cordoned when it was deleted or evicted)
     deletions: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)
