@@ -87,6 +87,8 @@ class PulumiCase:
     target: str | None
     up_expect: Literal["deny", "allow"] | None
     up_token: str | None
+    # A resource policy refuses the target at `up` before it is created (a stack policy only after).
+    up_before_creation: bool
     isolated: bool
     # The engine tier previews the cases of one named stack together (None: pods together, others alone).
     stack: str | None = None
@@ -135,6 +137,7 @@ def _pulumi(raw: Mapping[str, Any] | None, manifest: dict[str, Any] | None) -> P
         target=raw.get("target"),
         up_expect=up.get("expect"),
         up_token=up.get("token"),
+        up_before_creation=bool(up.get("before_creation")),
         isolated=bool(raw.get("isolated")),
         stack=raw.get("stack"),
     )

@@ -51,6 +51,8 @@ class DeployedImage:
     fips: bool | Unknown = False
     # Set by the program itself, rather than a chart default or a tag the chart resolved.
     explicit: bool = True
+    # kai-release-disallow-unsafe-values judges this tag on its own resource, before it is created.
+    judged_on_creation: bool = False
 
     def describe_tag(self) -> str:
         return f"{self.tag_key} of {self.owner}"
@@ -141,6 +143,7 @@ def _kai_release_images(release: Release, fips: bool | Unknown) -> Iterator[Depl
         base=global_base,
         fips=fips,
         explicit=not release.is_default("global.tag"),
+        judged_on_creation=not release.is_default("global.tag"),
     )
     for block in _image_blocks(release):
         tag = known_text(release.value(f"{block}.tag"))
@@ -163,6 +166,7 @@ def _kai_release_images(release: Release, fips: bool | Unknown) -> Iterator[Depl
             base=_base(release.value(registry_key), 1) if registry_key else global_base,
             fips=fips,
             explicit=not release.is_default(f"{block}.tag"),
+            judged_on_creation=not release.is_default(f"{block}.tag"),
         )
 
 
@@ -181,6 +185,7 @@ def _fractioning_release_images(release: Release, fips: bool | Unknown) -> Itera
             base=_base(release.value(f"{key}.repository"), 2),
             fips=fips,
             explicit=not release.is_default(f"{key}.tag"),
+            judged_on_creation=not release.is_default(f"{key}.tag"),
         )
 
 
@@ -208,23 +213,25 @@ def _config_image_paths(spec: Mapping[str, Any]) -> Iterator[tuple[str, ...]]:
     yield ("nodeScaleAdjuster", "args", "scalingPodImage")
 
 
-def _config_images(config: PolicyResource, owner: str) -> Iterator[DeployedImage]:
-    spec = peek(config.props, "spec")
+def _config_images(props: Mapping[str, Any], urn: str, owner: str) -> Iterator[DeployedImage]:
+    spec = peek(props, "spec")
     if not isinstance(spec, Mapping):
         return
+    fork = _config_mode(props) is True
     for path in _config_image_paths(spec):
         image = peek(spec, *path)
         if not isinstance(image, Mapping):
             continue
         key = "spec." + ".".join(path)
         yield DeployedImage(
-            urn=config.urn,
+            urn=urn,
             owner=owner,
             tag_key=f"{key}.tag",
             tag=known_text(peek(image, "tag")),
             repository_key=f"{key}.repository",
             base=_base(peek(image, "repository"), 1),
             explicit=False,
+            judged_on_creation=fork,
         )
 
 
@@ -273,8 +280,8 @@ def _env_images(resource: PolicyResource, owner: str, where: str, container: Any
         )
 
 
-def _config_mode(config: PolicyResource) -> bool | Unknown:
-    mode = peek(config.props, "spec", "global", "gpuSharingMode")
+def _config_mode(props: Mapping[str, Any]) -> bool | Unknown:
+    mode = peek(props, "spec", "global", "gpuSharingMode")
     return UNKNOWN if isinstance(mode, Unknown) else mode == NVFRACTIONS
 
 
@@ -285,12 +292,12 @@ def _chart_install(rendered: RenderedChart, component: Component) -> ForkInstall
         kind = child.resource_type.rsplit(":", 1)[-1]
         owner = f"{kind} {child.name!r} of chart {rendered.label!r}"
         if child.resource_type == KAI_CONFIG:
-            images.extend(_config_images(child, owner))
+            images.extend(_config_images(child.props, child.urn, owner))
         else:
             images.extend(_workload_images(child, owner))
     mode: bool | Unknown = True
     if component is Component.KAI_SCHEDULER:
-        modes = [_config_mode(config) for config in configs]
+        modes = [_config_mode(config.props) for config in configs]
         # Without a rendered kai-config the mode is not visible; the runtime-class policy refuses that.
         mode = True if True in modes else (UNKNOWN if not modes or UNKNOWN in modes else False)
     return ForkInstall(component, rendered.chart.urn, f"chart {rendered.label!r}", mode, tuple(images))
@@ -307,12 +314,19 @@ def fork_installs(resources: Sequence[PolicyResource]) -> list[ForkInstall]:
         component = chart_of(rendered)
         if component in (Component.KAI_SCHEDULER, Component.GPU_FRACTIONING):
             installs.append(_chart_install(rendered, component))
-    for config in resources:
-        if config.resource_type == KAI_CONFIG and not is_chart_child(config):
-            owner = f"Config {config.name!r}"
-            images = tuple(_config_images(config, owner))
-            installs.append(ForkInstall(Component.KAI_SCHEDULER, config.urn, owner, _config_mode(config), images))
+    installs.extend(
+        config_install(config.props, config.urn, f"Config {config.name!r}")
+        for config in resources
+        if config.resource_type == KAI_CONFIG and not is_chart_child(config)
+    )
     return installs
+
+
+def config_install(props: Mapping[str, Any], urn: str, owner: str) -> ForkInstall:
+    """A kai-config Config: the fork when its mode is NvFractions, and the images it names."""
+    return ForkInstall(
+        Component.KAI_SCHEDULER, urn, owner, _config_mode(props), tuple(_config_images(props, urn, owner))
+    )
 
 
 def stack_runs_forks(installs: Sequence[ForkInstall]) -> bool | Unknown:

@@ -41,10 +41,11 @@ def _image_violation(image: DeployedImage, fork: bool, forbidden: set[str]) -> s
     return None
 
 
-def _judged_on_the_release(install: ForkInstall, image: DeployedImage, forbidden: set[str]) -> bool:
-    """An explicit default tag on a v3 Release: kai-release-disallow-unsafe-values refuses it on the
-    release itself (before it is created), so it is not reported twice."""
-    return install.release is not None and image.explicit and is_forbidden(image.pinned_tag, forbidden)
+def _judged_on_creation(image: DeployedImage, forbidden: set[str]) -> bool:
+    """A default tag set explicitly on a v3 Release, or named by a kai-config Config in NvFractions mode:
+    kai-release-disallow-unsafe-values refuses it on that resource before it is created, so it is not
+    reported twice."""
+    return image.judged_on_creation and is_forbidden(image.pinned_tag, forbidden)
 
 
 def _counts_as_fork(install: ForkInstall, stack_fork: bool | Unknown) -> bool:
@@ -62,7 +63,7 @@ def check_explicit_image_tags(resources: Sequence[PolicyResource], config: Mappi
         Violation(message, image.urn)
         for install in installs
         for image in install.images
-        if not _judged_on_the_release(install, image, forbidden)
+        if not _judged_on_creation(image, forbidden)
         and (message := _image_violation(image, _counts_as_fork(install, stack_fork), forbidden))
     ]
     if not violations and stack_fork is not True:

@@ -1,4 +1,4 @@
-"""KAI and gpu-fractioning releases set no value that installs other than the fork, refused before creation."""
+"""KAI and gpu-fractioning installs set no value that installs other than the fork, refused before creation."""
 
 from __future__ import annotations
 
@@ -7,20 +7,29 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from .fork_images import release_images
+from .facts import KAI_CONFIG
+from .fork_images import DeployedImage, config_install, release_images
 from .kai_fork_require_explicit_image_tags import FORBIDDEN_TAGS, is_forbidden
 from .kai_release_disallow_nvfractions_subchart import KEY, release_violation
 from .props import NotApplicable, Unknown, config_schema, resource_validation
 from .releases import Component, release_from_inputs
 
+CONFIG_MODE = "spec.global.gpuSharingMode"
 
-def check_release_values(resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
-    """On a Helm v3 Release of KAI or gpu-fractioning: KAI's global.nvFractions.set, and every tag the
-    release sets explicitly to a chart or Makefile default. The stack policies judge the rest (empty
-    tags, pairing with the builds), which needs the whole stack and reports once the update ran."""
+
+def _judged(resource_type: str, props: Mapping[str, Any]) -> tuple[list[str], list[str], tuple[DeployedImage, ...]]:
+    """What a resource installs that is judged on the resource itself: a KAI or gpu-fractioning v3
+    Release, or a kai-config Config in NvFractions mode (a chart's rendered one included, which a v4
+    Chart whose values were unknown at preview first renders during `up`). Its messages, the keys
+    not known yet, and the images it names."""
+    if resource_type == KAI_CONFIG:
+        install = config_install(props, "", "this kai-config Config")
+        if isinstance(install.fork_mode, Unknown):
+            return [], [CONFIG_MODE], ()
+        return [], [], install.images if install.fork_mode else ()
     release = release_from_inputs(resource_type, props, "", "")
     if release is None or release.component not in (Component.KAI_SCHEDULER, Component.GPU_FRACTIONING):
-        return []
+        return [], [], ()
     messages: list[str] = []
     unknown: list[str] = []
     if release.component is Component.KAI_SCHEDULER:
@@ -28,19 +37,32 @@ def check_release_values(resource_type: str, props: Mapping[str, Any], config: M
             unknown.append(KEY)
         elif message := release_violation(release):
             messages.append(message)
+    return messages, unknown, release_images(release)
+
+
+def check_release_values(resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+    """KAI's global.nvFractions.set on a Helm v3 Release, and every tag such a release sets explicitly,
+    or an NvFractions kai-config Config names, to a chart or Makefile default. The stack policies judge
+    the rest (empty tags, pairing with the builds), which needs the whole stack and reports once the
+    update ran."""
+    messages, unknown, images = _judged(resource_type, props)
     forbidden = set(FORBIDDEN_TAGS.read(config))
-    for image in release_images(release):
+    where = " (global.tag in the values of the chart that renders it)" if resource_type == KAI_CONFIG else ""
+    for image in images:
+        if not image.judged_on_creation or image.digest_only:
+            continue
         if isinstance(image.tag, Unknown):
             unknown.append(image.tag_key)
-        elif image.explicit and not image.digest_only and is_forbidden(image.pinned_tag, forbidden):
+        elif is_forbidden(image.pinned_tag, forbidden):
             messages.append(
                 f"{image.describe_tag()} is {image.tag!r}, a chart or Makefile default rather than your fork build; "
-                "set it to the tag you built and pushed."
+                f"set it{where} to the tag you built and pushed."
             )
     if unknown and not messages:
+        subject = "Config" if resource_type == KAI_CONFIG else "release"
         raise NotApplicable(
             f"Not checked during preview: {', '.join(sorted(set(unknown)))} can't be known yet; `pulumi up` checks "
-            "them before the release is created."
+            f"them before the {subject} is created."
         )
     return messages
 
@@ -49,7 +71,8 @@ policy = ResourceValidationPolicy(
     name="kai-release-disallow-unsafe-values",
     description=(
         "A KAI or gpu-fractioning Helm release never turns on the upstream gpu-fractioning subchart and never "
-        "sets a tag to a chart or Makefile default, checked on the release itself before it is created."
+        "sets a tag to a chart or Makefile default, and a kai-config Config in NvFractions mode (a chart's "
+        "rendered one too) never names such a tag: each checked on the resource itself before it is created."
     ),
     validate=resource_validation(check_release_values),
     enforcement_level=EnforcementLevel.MANDATORY,
@@ -58,6 +81,6 @@ policy = ResourceValidationPolicy(
     remediation_steps=(
         "Remove global.nvFractions.set from the KAI release (or set it to the boolean false, unquoted), and set "
         "global.tag, every <service>.image.tag and each gpu-fractioning images.<name>.tag to the tag you built "
-        "and pushed, never 0.0.0, 0.1.0 or latest."
+        "and pushed, never 0.0.0, 0.1.0 or latest; a Chart resource renders these into kai-config's Config."
     ),
 )

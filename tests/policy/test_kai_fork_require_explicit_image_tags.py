@@ -118,14 +118,30 @@ def test_a_digest_pinned_tag_is_explicit() -> None:
     assert run_stack(policy, stack).violations == [], "a digest names one build"
 
 
-def test_a_rendered_kai_config_with_a_default_tag_fails() -> None:
+def test_a_rendered_kai_config_with_a_default_tag_fails_before_it_is_created() -> None:
     stack = [Resource(golden.CHART_V4, "kai", {}), Resource(KAI_CONFIG, "kai:kai-config", rendered_config("latest"))]
-    outcome = run_stack(policy, stack, parents={"kai:kai-config": "kai"})
-    assert outcome.violations[0] == (
-        "spec.admission.service.image.tag of Config 'kai:kai-config' of chart 'kai' is 'latest', a chart or "
-        "Makefile default rather than your fork build; set it to the tag you built and pushed."
-    ), "a Chart resource hands the pack the Config it renders, never its values"
-    assert len(outcome.violations) == 3, "admission, binder and the reservation image"
+    assert run_stack(policy, stack, parents={"kai:kai-config": "kai"}).violations == [], "reported once, below"
+    found = run_resource(release_policy, KAI_CONFIG, rendered_config("latest")).violations
+    assert found[0] == (
+        "spec.admission.service.image.tag of this kai-config Config is 'latest', a chart or Makefile default "
+        "rather than your fork build; set it (global.tag in the values of the chart that renders it) to the tag "
+        "you built and pushed."
+    ), "a Chart resource hands the pack the Config it renders, never its values: the Config is refused itself"
+    assert len(found) == 3, "admission, binder and the reservation image"
+
+
+def test_a_kai_config_is_judged_before_creation_only_in_nvfractions_mode() -> None:
+    other_mode = rendered_config("latest")
+    other_mode["spec"]["global"]["gpuSharingMode"] = "HamiCore"
+    assert run_resource(release_policy, KAI_CONFIG, other_mode).violations == [], "not the fork: the stack decides"
+    unknown_mode = rendered_config("latest")
+    unknown_mode["spec"]["global"]["gpuSharingMode"] = UNKNOWN_STRING_VALUE
+    outcome = run_resource(release_policy, KAI_CONFIG, unknown_mode)
+    assert outcome.violations == [] and outcome.not_applicable == (
+        "Not checked during preview: spec.global.gpuSharingMode can't be known yet; `pulumi up` checks them before "
+        "the Config is created."
+    )
+    assert run_resource(release_policy, KAI_CONFIG, rendered_config(TAG)).violations == [], "the built tag passes"
 
 
 def rendered_config(tag: str) -> golden.Props:
