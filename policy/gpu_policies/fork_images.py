@@ -1,28 +1,34 @@
 """Which fork images a stack deploys: the shared discovery of the fork tag policies (what it builds:
-fork_builds.py).
+fork_builds.py), and the images a v3 Release deploys, read from its values over a local chart's
+defaults (what charts render and Configs name: fork_installs.py).
 
-A KAI or gpu-fractioning install is a v3 Release (its values, over a local chart's defaults), a v4
-Chart (the kai-config Config and the workloads it renders) or a kai-config Config the stack declares
-itself. KAI counts as the fork when it runs in NvFractions mode. Values unknown during preview stay
-UNKNOWN, so each check skips only what needs them.
+KAI counts as the fork when it runs in NvFractions mode. Values unknown during preview stay UNKNOWN,
+so each check skips only what needs them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulumi_policy import PolicyResource
-
-from .facts import FIPS_OFF, FIPS_TAG_SUFFIX, IMAGE_ENV_SUFFIXES, KAI_CONFIG, NODE_AGENT_IMAGES
-from .images import registry_base, split_image_reference
-from .kube import is_list, pod_view
-from .props import UNKNOWN, Unknown, peek
-from .releases import Component, Release, RenderedChart, chart_of, is_chart_child, releases, rendered_charts
+from .facts import FIPS_OFF, FIPS_TAG_SUFFIX, NODE_AGENT_IMAGES
+from .images import registry_base
+from .props import UNKNOWN, Knob, Unknown
+from .releases import Component, Release
 
 NVFRACTIONS = "NvFractions"
 DIGEST_PREFIX = "sha256:"
+FORBIDDEN_TAGS: Knob[tuple[str, ...]] = Knob(
+    key="forbiddenTags",
+    default=("0.0.0", "0.1.0", "latest"),
+    description="Chart appVersion and Makefile default tags, never fork builds (a leading v is ignored).",
+    schema={"type": "array", "items": {"type": "string"}},
+)
+
+
+def is_forbidden(tag: Any, forbidden: set[str]) -> bool:
+    return isinstance(tag, str) and (tag in forbidden or tag.removeprefix("v") in forbidden)
 
 
 def known_text(value: Any) -> Any:
@@ -30,7 +36,7 @@ def known_text(value: Any) -> Any:
     return value if value is None or isinstance(value, Unknown) else str(value)
 
 
-def _base(repository: Any, depth: int) -> Any:
+def base_of(repository: Any, depth: int) -> Any:
     """The registry base of a repository value; None when it is unset, so the chart uses its default."""
     repository = known_text(repository)
     if isinstance(repository, Unknown):
@@ -132,7 +138,7 @@ def _image_blocks(release: Release) -> Iterator[str]:
 
 def _kai_release_images(release: Release, fips: bool | Unknown) -> Iterator[DeployedImage]:
     owner = f"release {release.label!r}"
-    global_base = _base(release.value("global.registry"), 1)
+    global_base = base_of(release.value("global.registry"), 1)
     # Every KAI service image is <registry>/<service>:<tag>, global unless the service overrides it.
     yield DeployedImage(
         urn=release.urn,
@@ -163,7 +169,7 @@ def _kai_release_images(release: Release, fips: bool | Unknown) -> Iterator[Depl
             tag_key=f"{block}.tag" if tag not in (None, "") else "global.tag",
             tag=tag if tag not in (None, "") else known_text(release.value("global.tag")),
             repository_key=registry_key or "global.registry",
-            base=_base(release.value(registry_key), 1) if registry_key else global_base,
+            base=base_of(release.value(registry_key), 1) if registry_key else global_base,
             fips=fips,
             explicit=not release.is_default(f"{block}.tag"),
             judged_on_creation=not release.is_default(f"{block}.tag"),
@@ -182,7 +188,7 @@ def _fractioning_release_images(release: Release, fips: bool | Unknown) -> Itera
             tag_key=f"{key}.tag",
             tag=known_text(release.value(f"{key}.tag")),
             repository_key=f"{key}.repository",
-            base=_base(release.value(f"{key}.repository"), 2),
+            base=base_of(release.value(f"{key}.repository"), 2),
             fips=fips,
             explicit=not release.is_default(f"{key}.tag"),
             judged_on_creation=not release.is_default(f"{key}.tag"),
@@ -191,10 +197,10 @@ def _fractioning_release_images(release: Release, fips: bool | Unknown) -> Itera
 
 def release_images(release: Release) -> tuple[DeployedImage, ...]:
     """The fork images a KAI or gpu-fractioning release deploys, with the tag and registry keys it sets."""
-    return _release_install(release).images
+    return release_install(release).images
 
 
-def _release_install(release: Release) -> ForkInstall:
+def release_install(release: Release) -> ForkInstall:
     fips_value, fips = _fips(release)
     if release.component is Component.KAI_SCHEDULER:
         mode = _kai_fork_mode(release.value("global.gpuSharingMode"), release.value("global.nvFractions.set"))
@@ -202,131 +208,6 @@ def _release_install(release: Release) -> ForkInstall:
     else:
         mode, images = True, tuple(_fractioning_release_images(release, fips))
     return ForkInstall(release.component, release.urn, f"release {release.label!r}", mode, images, release, fips_value)
-
-
-# Where kai-config's Config names each image it deploys: <repository>/<name>:<tag>.
-def _config_image_paths(spec: Mapping[str, Any]) -> Iterator[tuple[str, ...]]:
-    for section in sorted(spec):
-        if isinstance(peek(spec, section, "service", "image"), Mapping):
-            yield (section, "service", "image")
-    yield ("binder", "resourceReservation", "image")
-    yield ("nodeScaleAdjuster", "args", "scalingPodImage")
-
-
-def _config_images(props: Mapping[str, Any], urn: str, owner: str) -> Iterator[DeployedImage]:
-    spec = peek(props, "spec")
-    if not isinstance(spec, Mapping):
-        return
-    fork = _config_mode(props) is True
-    for path in _config_image_paths(spec):
-        image = peek(spec, *path)
-        if not isinstance(image, Mapping):
-            continue
-        key = "spec." + ".".join(path)
-        yield DeployedImage(
-            urn=urn,
-            owner=owner,
-            tag_key=f"{key}.tag",
-            tag=known_text(peek(image, "tag")),
-            repository_key=f"{key}.repository",
-            base=_base(peek(image, "repository"), 1),
-            explicit=False,
-            judged_on_creation=fork,
-        )
-
-
-def _workload_images(resource: PolicyResource, owner: str) -> Iterator[DeployedImage]:
-    """The images a rendered workload runs, and those its containers pass on as <NAME>_IMAGE_* variables."""
-    pod = pod_view(resource.resource_type, resource.props)
-    if pod is None:
-        return
-    for kind in ("initContainers", "containers"):
-        listed = peek(pod.spec, kind)
-        for index, container in enumerate(listed if is_list(listed) else ()):
-            name = peek(container, "name")
-            where = f"{pod.field(kind)}[{index}]" if not isinstance(name, str) else f"container {name!r}"
-            reference = peek(container, "image")
-            if isinstance(reference, str):
-                repository, tag = split_image_reference(reference)
-                if tag is None and "@" in reference:
-                    tag = "@" + reference.split("@", 1)[1]  # pinned by digest alone
-                yield DeployedImage(
-                    urn=resource.urn,
-                    owner=owner,
-                    tag_key=f"the image tag of {where}",
-                    tag=tag,
-                    repository_key=f"the image of {where}",
-                    base=_base(repository, 2),
-                    explicit=False,
-                )
-            yield from _env_images(resource, owner, where, container)
-
-
-def _env_images(resource: PolicyResource, owner: str, where: str, container: Any) -> Iterator[DeployedImage]:
-    listed = peek(container, "env")
-    items = [item for item in (listed if is_list(listed) else ()) if isinstance(item, Mapping)]
-    env = {peek(item, "name"): peek(item, "value") for item in items}
-    repository_suffix, tag_suffix = IMAGE_ENV_SUFFIXES
-    for variable in sorted(name for name in env if isinstance(name, str) and name.endswith(repository_suffix)):
-        prefix = variable.removesuffix(repository_suffix)
-        yield DeployedImage(
-            urn=resource.urn,
-            owner=owner,
-            tag_key=f"{prefix}{tag_suffix} of {where}",
-            tag=known_text(env.get(f"{prefix}{tag_suffix}")),
-            repository_key=f"{variable} of {where}",
-            base=_base(env[variable], 2),
-            explicit=False,
-        )
-
-
-def _config_mode(props: Mapping[str, Any]) -> bool | Unknown:
-    mode = peek(props, "spec", "global", "gpuSharingMode")
-    return UNKNOWN if isinstance(mode, Unknown) else mode == NVFRACTIONS
-
-
-def _chart_install(rendered: RenderedChart, component: Component) -> ForkInstall:
-    images: list[DeployedImage] = []
-    configs = rendered.of_type(KAI_CONFIG)
-    for child in rendered.children:
-        kind = child.resource_type.rsplit(":", 1)[-1]
-        owner = f"{kind} {child.name!r} of chart {rendered.label!r}"
-        if child.resource_type == KAI_CONFIG:
-            images.extend(_config_images(child.props, child.urn, owner))
-        else:
-            images.extend(_workload_images(child, owner))
-    mode: bool | Unknown = True
-    if component is Component.KAI_SCHEDULER:
-        modes = [_config_mode(config.props) for config in configs]
-        # Without a rendered kai-config the mode is not visible; the runtime-class policy refuses that.
-        mode = True if True in modes else (UNKNOWN if not modes or UNKNOWN in modes else False)
-    return ForkInstall(component, rendered.chart.urn, f"chart {rendered.label!r}", mode, tuple(images))
-
-
-def fork_installs(resources: Sequence[PolicyResource]) -> list[ForkInstall]:
-    """Every KAI and gpu-fractioning install of the stack."""
-    installs = [
-        _release_install(release)
-        for release in releases(resources)
-        if release.component in (Component.KAI_SCHEDULER, Component.GPU_FRACTIONING)
-    ]
-    for rendered in rendered_charts(resources):
-        component = chart_of(rendered)
-        if component in (Component.KAI_SCHEDULER, Component.GPU_FRACTIONING):
-            installs.append(_chart_install(rendered, component))
-    installs.extend(
-        config_install(config.props, config.urn, f"Config {config.name!r}")
-        for config in resources
-        if config.resource_type == KAI_CONFIG and not is_chart_child(config)
-    )
-    return installs
-
-
-def config_install(props: Mapping[str, Any], urn: str, owner: str) -> ForkInstall:
-    """A kai-config Config: the fork when its mode is NvFractions, and the images it names."""
-    return ForkInstall(
-        Component.KAI_SCHEDULER, urn, owner, _config_mode(props), tuple(_config_images(props, urn, owner))
-    )
 
 
 def stack_runs_forks(installs: Sequence[ForkInstall]) -> bool | Unknown:

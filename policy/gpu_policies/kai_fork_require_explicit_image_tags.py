@@ -7,21 +7,10 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationPolicy
 
-from .fork_images import DeployedImage, ForkInstall, fork_installs, stack_runs_forks
-from .props import Knob, NotApplicable, Unknown, Violation, config_schema, stack_validation
+from .fork_images import FORBIDDEN_TAGS, DeployedImage, ForkInstall, is_forbidden, stack_runs_forks
+from .fork_installs import NOT_APPLICABLE, fork_installs
+from .props import NotApplicable, Unknown, Violation, config_schema, stack_validation
 from .releases import Component
-
-FORBIDDEN_TAGS: Knob[tuple[str, ...]] = Knob(
-    key="forbiddenTags",
-    default=("0.0.0", "0.1.0", "latest"),
-    description="Chart appVersion and Makefile default tags, never fork builds (a leading v is ignored).",
-    schema={"type": "array", "items": {"type": "string"}},
-)
-NOT_APPLICABLE = "The stack deploys neither the gpu-fractioning release nor KAI in NvFractions mode."
-
-
-def is_forbidden(tag: Any, forbidden: set[str]) -> bool:
-    return isinstance(tag, str) and (tag in forbidden or tag.removeprefix("v") in forbidden)
 
 
 def _image_violation(image: DeployedImage, fork: bool, forbidden: set[str]) -> str | None:

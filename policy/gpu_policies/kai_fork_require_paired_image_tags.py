@@ -10,8 +10,8 @@ from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValid
 
 from .facts import FIPS_OFF
 from .fork_builds import Builds, builds
-from .fork_images import DeployedImage, ForkInstall, fork_installs, stack_runs_forks
-from .kai_fork_require_explicit_image_tags import NOT_APPLICABLE
+from .fork_images import DeployedImage, ForkInstall, stack_runs_forks
+from .fork_installs import NOT_APPLICABLE, fork_installs
 from .props import NotApplicable, Unknown, Violation, quoted, stack_validation
 from .releases import Component
 

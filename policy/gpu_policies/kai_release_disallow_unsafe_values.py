@@ -8,25 +8,27 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from .facts import KAI_CONFIG
-from .fork_images import DeployedImage, config_install, release_images
-from .kai_fork_require_explicit_image_tags import FORBIDDEN_TAGS, is_forbidden
+from .fork_images import FORBIDDEN_TAGS, DeployedImage, is_forbidden, release_images
+from .fork_installs import config_install, fractioning_operator
 from .kai_release_disallow_nvfractions_subchart import KEY, release_violation
 from .props import NotApplicable, Unknown, config_schema, resource_validation
-from .releases import Component, release_from_inputs
+from .releases import HELM_RELEASE, Component, release_from_inputs
 
 CONFIG_MODE = "spec.global.gpuSharingMode"
 
 
 def _judged(resource_type: str, props: Mapping[str, Any]) -> tuple[list[str], list[str], tuple[DeployedImage, ...]]:
     """What a resource installs that is judged on the resource itself: a KAI or gpu-fractioning v3
-    Release, or a kai-config Config in NvFractions mode (a chart's rendered one included, which a v4
-    Chart whose values were unknown at preview first renders during `up`). Its messages, the keys
-    not known yet, and the images it names."""
+    Release, a kai-config Config in NvFractions mode or gpu-fractioning's operator workload (a chart's
+    rendered ones included, which a v4 Chart whose values were unknown at preview first renders during
+    `up`). Its messages, the keys not known yet, and the images it names."""
     if resource_type == KAI_CONFIG:
         install = config_install(props, "", "this kai-config Config")
         if isinstance(install.fork_mode, Unknown):
             return [], [CONFIG_MODE], ()
         return [], [], install.images if install.fork_mode else ()
+    if (operator := fractioning_operator(resource_type, props, "", "gpu-fractioning's operator")) is not None:
+        return [], [], operator.images
     release = release_from_inputs(resource_type, props, "", "")
     if release is None or release.component not in (Component.KAI_SCHEDULER, Component.GPU_FRACTIONING):
         return [], [], ()
@@ -47,7 +49,7 @@ def check_release_values(resource_type: str, props: Mapping[str, Any], config: M
     update ran."""
     messages, unknown, images = _judged(resource_type, props)
     forbidden = set(FORBIDDEN_TAGS.read(config))
-    where = " (global.tag in the values of the chart that renders it)" if resource_type == KAI_CONFIG else ""
+    where = "" if resource_type == HELM_RELEASE else " (in the values of the chart that renders it)"
     for image in images:
         if not image.judged_on_creation or image.digest_only:
             continue

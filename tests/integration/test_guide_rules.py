@@ -173,6 +173,11 @@ def run(workspace: Workspace, stack: Stack, command: tuple[str, ...]) -> Run:
     return Run(result, found[0], time.monotonic() - started, found[1])
 
 
+def first_error(output: str) -> str:
+    at = output.find("error")
+    return output[max(0, at - 1500) : at + 1500] if at >= 0 else output[-3000:]
+
+
 def verdict_errors(stack: Stack, outcome: Run, up: bool = False) -> list[str]:
     errors = []
     for case in stack.cases:
@@ -187,7 +192,10 @@ def verdict_errors(stack: Stack, outcome: Run, up: bool = False) -> list[str]:
         if expect == "deny" and not any(
             v.resource == target and v.level == "mandatory" and token and token in v.message for v in own
         ):
-            errors.append(f"{case.case}: expected a mandatory violation on {target} containing {token!r}, got {own}")
+            errors.append(
+                f"{case.case}: expected a mandatory violation on {target} containing {token!r}, got {own}; the "
+                f"run's output from its first error:\n{first_error(outcome.result.output)}"
+            )
         before = case.pulumi is not None and case.pulumi.up_before_creation
         if up and expect == "deny" and before and target in outcome.created:
             errors.append(f"{case.case}: {target} was created before its values were refused")

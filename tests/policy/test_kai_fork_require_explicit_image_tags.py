@@ -124,8 +124,8 @@ def test_a_rendered_kai_config_with_a_default_tag_fails_before_it_is_created() -
     found = run_resource(release_policy, KAI_CONFIG, rendered_config("latest")).violations
     assert found[0] == (
         "spec.admission.service.image.tag of this kai-config Config is 'latest', a chart or Makefile default "
-        "rather than your fork build; set it (global.tag in the values of the chart that renders it) to the tag "
-        "you built and pushed."
+        "rather than your fork build; set it (in the values of the chart that renders it) to the tag you built "
+        "and pushed."
     ), "a Chart resource hands the pack the Config it renders, never its values: the Config is refused itself"
     assert len(found) == 3, "admission, binder and the reservation image"
 
@@ -166,3 +166,33 @@ def test_a_tag_unknown_during_preview_is_not_a_violation() -> None:
     stack = golden.fork_stack()
     set_deployed_tags(stack, UNKNOWN_STRING_VALUE)
     assert run_stack(policy, stack).violations == [], "a tag computed from a build is checked at up"
+
+
+def operator_deployment(mpsd_tag: str) -> golden.Props:
+    """gpu-fractioning's operator as its chart renders it: the node agents' images as variables."""
+    env = []
+    for agent, tag in (("MPSD", mpsd_tag), ("FRACTIOND", TAG), ("METRICSD", TAG)):
+        env += [
+            {"name": f"{agent}_IMAGE_REPOSITORY", "value": f"{REGISTRY}/kai-gpu-fractioning/{agent.lower()}"},
+            {"name": f"{agent}_IMAGE_TAG", "value": tag},
+        ]
+    container = {"name": "manager", "image": f"{REGISTRY}/kai-gpu-fractioning/operator:{TAG}", "env": env}
+    return {
+        "metadata": {"name": "gpu-fractioning", "namespace": "gpu-fractioning"},
+        "spec": {"template": {"spec": {"containers": [container]}}},
+    }
+
+
+def test_a_rendered_operator_passing_a_default_agent_tag_fails_before_it_is_created() -> None:
+    deployment = "kubernetes:apps/v1:Deployment"
+    found = run_resource(release_policy, deployment, operator_deployment("latest")).violations
+    assert found == [
+        "MPSD_IMAGE_TAG of container 'manager' of gpu-fractioning's operator is 'latest', a chart or Makefile "
+        "default rather than your fork build; set it (in the values of the chart that renders it) to the tag you "
+        "built and pushed."
+    ], "the operator hands mpsd's image to every node: it is refused before it exists"
+    stack = [Resource(golden.CHART_V4, "agents", {}), Resource(deployment, "agents:op", operator_deployment("latest"))]
+    assert run_stack(policy, stack, parents={"agents:op": "agents"}).violations == [], "reported once, above"
+    assert run_resource(release_policy, deployment, operator_deployment(TAG)).violations == []
+    other = {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "nginx:latest"}]}}}}
+    assert run_resource(release_policy, deployment, other).violations == [], "any other workload: the stack decides"

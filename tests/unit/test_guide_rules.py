@@ -128,6 +128,22 @@ def test_a_pulumi_case_names_an_existing_target(case: GuideCase) -> None:
         ), "the verdict at up, with a token when it denies"
 
 
+# Helm's release-name limit (pkg/chartutil validate_name.go): a v4 Chart takes its resource name.
+HELM_RELEASE_NAME_LENGTH = 53
+
+
+def test_a_v4_chart_resource_name_is_a_helm_release_name() -> None:
+    """The engine tier registers `<case>-<name>`, which a v4 Chart passes to Helm as its release name."""
+    too_long = [
+        f"{case.case}-{resource.name}"
+        for case in CASES
+        for resource in (case.pulumi.resources if case.pulumi else ())
+        if resource.type == "kubernetes:helm.sh/v4:Chart"
+        and (len(f"{case.case}-{resource.name}") > HELM_RELEASE_NAME_LENGTH)
+    ]
+    assert too_long == [], f"Helm refuses release names over {HELM_RELEASE_NAME_LENGTH} characters"
+
+
 def test_every_rule_has_a_deny_case_and_the_compliant_cases_the_guide_names() -> None:
     denied = {case.rule for case in CASES if case.expect == "deny"}
     assert set(RULES) - {"compliant"} <= denied, f"no deny case for {sorted(set(RULES) - {'compliant'} - denied)}"
