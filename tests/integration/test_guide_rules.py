@@ -58,8 +58,9 @@ class Run:
     result: Result
     violations: list[Violation]
     seconds: float
-    # The resources the update created (their URN names), from the engine's event log.
-    created: set[str] = field(default_factory=set)
+    # The resources the update created, as (type, URN name), from the engine's event log: a chart's
+    # ServiceAccount and Deployment of the same name share their URN name.
+    created: set[tuple[str, str]] = field(default_factory=set)
 
 
 def has_unknowns(case: GuideCase) -> bool:
@@ -141,13 +142,27 @@ def violations_in(event_log: Path) -> list[Violation]:
     return found
 
 
-def created_in(event_log: Path) -> set[str]:
+def created_in(event_log: Path) -> set[tuple[str, str]]:
     found = set()
     for line in event_log.read_text().splitlines():
         metadata = (json.loads(line).get("resOutputsEvent") or {}).get("metadata") or {}
         if metadata.get("op") in ("create", "create-replacement", "update"):
-            found.add(str(metadata.get("urn", "")).rsplit("::", 1)[-1])
+            # urn:pulumi:<stack>::<project>::<parent type>$<type>::<name>
+            _, _, types, name = str(metadata.get("urn", "")).split("::", 3)
+            found.add((types.rsplit("$", 1)[-1], name))
     return found
+
+
+def target_type(case: GuideCase) -> str:
+    """The type of the resource a case's deny names: one it registers, or an object its chart renders."""
+    target = target_name(case)
+    for resource in resources_of(case):
+        if resource_name(case, resource) == target:
+            return resource.type
+        for child in resource.children:
+            if f"{resource_name(case, resource)}:{child.name}" == target:
+                return child.type
+    raise AssertionError(f"{case.case}: no resource is named {target}")
 
 
 def run(workspace: Workspace, stack: Stack, command: tuple[str, ...]) -> Run:
@@ -197,7 +212,7 @@ def verdict_errors(stack: Stack, outcome: Run, up: bool = False) -> list[str]:
                 f"run's output from its first error:\n{first_error(outcome.result.output)}"
             )
         before = case.pulumi is not None and case.pulumi.up_before_creation
-        if up and expect == "deny" and before and target in outcome.created:
+        if up and expect == "deny" and before and (target_type(case), target) in outcome.created:
             errors.append(f"{case.case}: {target} was created before its values were refused")
     return errors
 
