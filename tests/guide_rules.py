@@ -38,6 +38,7 @@ Rule = Literal[
     "release-values",
     "fork-images",
     "versions",
+    "driver-upgrades",
     "compliant",
 ]
 RULES: tuple[str, ...] = get_args(Rule)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulumi_policy import Policy
 
 from . import (
+    gpu_operator_disallow_driver_auto_upgrade,
     gpu_operator_require_minimum_versions,
     gpu_pod_disallow_mps_host_path,
     gpu_pod_require_non_root_fractions,
@@ -28,6 +29,7 @@ POLICY_MODULES = (
     gpu_pod_disallow_mps_host_path,
     gpu_pod_require_valid_fractions,
     gpu_operator_require_minimum_versions,
+    gpu_operator_disallow_driver_auto_upgrade,
 )
 
 POLICIES: tuple[Policy, ...] = tuple(module.policy for module in POLICY_MODULES)
