@@ -14,7 +14,7 @@ from pulumi_policy import PolicyResource
 from .facts import IMAGE_ENV_SUFFIXES, KAI_CONFIG, NODE_AGENT_IMAGES
 from .fork_images import NVFRACTIONS, DeployedImage, ForkInstall, base_of, known_text, release_install
 from .images import split_image_reference
-from .kube import is_list, pod_view
+from .kube import is_built_in_workload, is_list, pod_view
 from .props import UNKNOWN, Unknown, peek
 from .releases import Component, RenderedChart, chart_of, is_chart_child, releases, rendered_charts
 
@@ -144,6 +144,8 @@ def fork_installs(resources: Sequence[PolicyResource]) -> list[ForkInstall]:
 def fractioning_operator(resource_type: str, props: Mapping[str, Any], urn: str, owner: str) -> ForkInstall | None:
     """A workload passing the node agents' images on as <AGENT>_IMAGE_* variables: gpu-fractioning's
     operator, which is always the fork, so its tags are judged on it before it is created."""
+    if not is_built_in_workload(resource_type):
+        return None
     images = tuple(_workload_images(resource_type, props, urn, owner))
     agents = {f"{agent.upper()}{IMAGE_ENV_SUFFIXES[0]}" for agent in NODE_AGENT_IMAGES if agent != "operator"}
     if not any(image.repository_key.split(" ", 1)[0] in agents for image in images):

@@ -112,6 +112,11 @@ def _kind(resource_type: str) -> tuple[str, bool]:
     return kind, False
 
 
+def is_built_in_workload(resource_type: str) -> bool:
+    """A Pod or a built-in kind with a pod template (a Patch of one included)."""
+    return resource_type.startswith("kubernetes:") and _kind(resource_type)[0] in BUILT_IN_POD_PATHS
+
+
 def is_list(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str)
 
