@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Json
+from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Conflict, Json
 from components.cluster.waiting import Clock, Deadline, poll
 from components.config.types import is_kubeconfig_contents
 
@@ -82,8 +82,14 @@ class KubeClient:
         return list(raw_json(self.core.list_node(label_selector=label_selector, _preload_content=False))["items"])
 
     def patch_node(self, name: str, patch: Json) -> None:
-        """A strategic merge patch of the node: labels, annotations, `spec.unschedulable`."""
-        read_to_end(self.core.patch_node(name, patch, _preload_content=False))
+        """A strategic merge patch of the node: labels, annotations, `spec.unschedulable`, taints. With
+        `metadata.resourceVersion` the API server applies it only to that version, else Conflict."""
+        try:
+            read_to_end(self.core.patch_node(name, patch, _preload_content=False))
+        except self._api.ApiException as error:
+            if error.status == 409:
+                raise Conflict(f"node {name} changed since it was read") from None
+            raise
 
     def list_runtime_classes(self) -> list[Json]:
         nodes = self._api.NodeV1Api(self.client)

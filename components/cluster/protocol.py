@@ -12,6 +12,11 @@ Json = dict[str, Any]
 POD_GONE_TIMEOUT_SECONDS = 120.0
 
 
+class Conflict(Exception):
+    """A patch that carried `metadata.resourceVersion` found the object changed since it was read
+    (HTTP 409): read it again and decide the patch anew."""
+
+
 class Cluster(Protocol):
     """Each KubeClient call the checks make, with KubeClient's signature
     (tests/unit/test_cluster_protocol.py holds them to it)."""
@@ -20,7 +25,9 @@ class Cluster(Protocol):
 
     def list_nodes(self, label_selector: str = "") -> list[Json]: ...
 
-    def patch_node(self, name: str, patch: Json) -> None: ...
+    def patch_node(self, name: str, patch: Json) -> None:
+        """Raises Conflict when the patch names a resourceVersion the node no longer has."""
+        ...
 
     def list_runtime_classes(self) -> list[Json]: ...
 

@@ -124,13 +124,19 @@ def _taints(node: Json) -> list[Any]:
     ]
 
 
+def _taints_patch(node: Json, taints: list[Json]) -> dict[str, Any]:
+    """A patch replaces the taint list whole: it names the version it was read at, so a taint another
+    controller added in between is never lost (the API server refuses it with a conflict instead)."""
+    return {"metadata": {"resourceVersion": node["metadata"].get("resourceVersion")}, "spec": {"taints": taints}}
+
+
 def taint_patch(node: Json, revision: str) -> dict[str, Any]:
-    """The node's taints with the rollout's added (a taint list is replaced whole by a patch)."""
-    return {"spec": {"taints": [*_taints(node), {**ROLLOUT_TAINT, "value": revision}]}}
+    """The node's taints with the rollout's added."""
+    return _taints_patch(node, [*_taints(node), {**ROLLOUT_TAINT, "value": revision}])
 
 
 def untaint_patch(node: Json) -> dict[str, Any]:
-    return {"spec": {"taints": _taints(node)}}
+    return _taints_patch(node, _taints(node))
 
 
 def running(pods: Sequence[Json]) -> list[Json]:

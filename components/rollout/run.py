@@ -25,7 +25,7 @@ from components.cluster.engine import (
 )
 from components.cluster.facts import is_gpu_node, node_facts
 from components.cluster.objects import labels_of, name, qualified
-from components.cluster.protocol import Cluster, Json
+from components.cluster.protocol import Cluster, Conflict, Json
 from components.cluster.results import CheckResult, ReportedFailure
 from components.cluster.waiting import Clock, Deadline, poll, poll_delays
 from components.rollout.driver import (
@@ -60,6 +60,8 @@ report_failures_without_traceback()
 # How long the GPU Operator may take to render the driver DaemonSet for a new version after its
 # release is upgraded (a reconcile: seconds).
 RENDER_TIMEOUT_SECONDS = 300.0
+# A taint patch that meets a node changed since it was read is decided anew this many times.
+PATCH_ATTEMPTS = 5
 
 
 def node_delays() -> Iterator[float]:
@@ -171,10 +173,21 @@ class Rollout:
         return [CheckResult(node, True, done) for node in group]
 
     def patch_nodes(self, group: list[str], patch: Callable[[Json], dict[str, Any]]) -> None:
+        """Each node patched from what it is now; a node that changed between read and patch is read again."""
         for node in group:
-            found = self.cluster.read_node(node)
-            if found is not None:
-                self.cluster.patch_node(node, patch(found))
+            for attempt in range(PATCH_ATTEMPTS):
+                found = self.cluster.read_node(node)
+                if found is None:
+                    break
+                try:
+                    self.cluster.patch_node(node, patch(found))
+                    break
+                except Conflict:
+                    if attempt == PATCH_ATTEMPTS - 1:
+                        raise RolloutStopped(
+                            f"node {node} changed under every one of {PATCH_ATTEMPTS} patches of its taints; "
+                            f"another controller keeps rewriting it (kubectl get node {node} -o yaml)"
+                        ) from None
 
     def agents(self) -> list[str]:
         """The node agents gpu-fractioning runs (none where it is not installed)."""

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Json
+from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Conflict, Json
 
 
 def resource(group: str, plural: str) -> str:
@@ -172,11 +172,19 @@ class FakeCluster:
         return self._selected("nodes", "", label_selector)
 
     def patch_node(self, name: str, patch: Json) -> None:
-        """Merges labels, annotations and spec as a strategic merge patch does (None removes a key)."""
+        """Merges labels, annotations and spec as a strategic merge patch does (None removes a key). As
+        the API server does, a patch naming metadata.resourceVersion applies only to that version, and
+        every patch makes a new one."""
         with self.lock:
             node = self.objects["nodes"][""][name]
-            for part in ("metadata", "spec"):
-                merge(node.setdefault(part, {}), patch.get(part) or {})
+            metadata = node.setdefault("metadata", {})
+            version = str(metadata.get("resourceVersion") or "1")
+            wanted = (patch.get("metadata") or {}).get("resourceVersion")
+            if wanted is not None and str(wanted) != version:
+                raise Conflict(f"node {name} changed since it was read")
+            merge(metadata, {k: v for k, v in (patch.get("metadata") or {}).items() if k != "resourceVersion"})
+            merge(node.setdefault("spec", {}), patch.get("spec") or {})
+            metadata["resourceVersion"] = str(int(version) + 1)
             self.node_patches.append((name, patch))
 
     def list_runtime_classes(self) -> list[Json]:

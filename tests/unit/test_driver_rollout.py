@@ -3,6 +3,7 @@ replaces a deleted driver pod as the DaemonSet controller and a driver that load
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -287,7 +288,8 @@ def cluster_of(nodes: int, fractions_on: tuple[int, ...] = ()) -> DriverCluster:
     for i in fractions_on:
         cluster.put("pods", fraction(f"job-{i}", f"gpu-node-{i}"), namespace="team")
         cluster.put("pods", reservation(f"gpu-node-{i}"), namespace="kai-resource-reservation")
-    cluster.put("daemonsets.apps", DAEMONSET, namespace=NAMESPACE)
+    # A copy: a test may change the stored DaemonSet.
+    cluster.put("daemonsets.apps", copy.deepcopy(DAEMONSET), namespace=NAMESPACE)
     cluster.put("controllerrevisions.apps", revision(1, "old"), revision(2, "new"), namespace=NAMESPACE)
     return cluster
 
@@ -357,3 +359,44 @@ def test_an_operator_that_never_renders_the_new_driver_stops_the_rollout_before_
     with pytest.raises(RolloutStopped, match=f"has not rendered its driver DaemonSet for driver {NEW} within 300s"):
         roll_driver(cluster, SPEC, fake_clock(), progress=lambda _line: None)
     assert cluster.node_patches == [], "no node touched"
+
+
+class RacingCluster(DriverCluster):
+    """Another controller adds its own taint to each node between the rollout's read and its taint
+    patch, `races` times per node."""
+
+    def __init__(self, races: int) -> None:
+        super().__init__()
+        self.races = races
+        self.raced: dict[str, int] = {}
+
+    def patch_node(self, name: str, patch: dict[str, Any]) -> None:
+        if "taints" in (patch.get("spec") or {}) and self.raced.get(name, 0) < self.races:
+            self.raced[name] = self.raced.get(name, 0) + 1
+            node = self.stored("nodes", name)
+            foreign = {"key": f"other.example/{self.raced[name]}", "effect": "NoSchedule"}
+            super().patch_node(name, {"spec": {"taints": [*(node["spec"].get("taints") or []), foreign]}})
+        super().patch_node(name, patch)
+
+
+def one_node(cluster: DriverCluster) -> None:
+    cluster.put("nodes", node("gpu-node-0"))
+    cluster.put("pods", driver("gpu-node-0", "old"), namespace=NAMESPACE)
+    cluster.put("daemonsets.apps", copy.deepcopy(DAEMONSET), namespace=NAMESPACE)
+    cluster.put("controllerrevisions.apps", revision(1, "old"), revision(2, "new"), namespace=NAMESPACE)
+
+
+def test_a_taint_another_controller_adds_meanwhile_is_kept() -> None:
+    cluster = RacingCluster(races=1)
+    one_node(cluster)
+    results = roll_driver(cluster, SPEC, fake_clock(), progress=lambda _line: None)
+    assert all(r.passed for r in results)
+    keys = [t["key"] for t in cluster.stored("nodes", "gpu-node-0")["spec"].get("taints") or []]
+    assert keys == ["other.example/1"], "the rollout's taint is gone, the other controller's stays"
+
+
+def test_a_node_rewritten_under_every_taint_patch_stops_the_rollout_with_its_name() -> None:
+    cluster = RacingCluster(races=99)
+    one_node(cluster)
+    with pytest.raises(RolloutStopped, match="node gpu-node-0 changed under every one of 5 patches of its taints"):
+        roll_driver(cluster, SPEC, fake_clock(), progress=lambda _line: None)
