@@ -57,8 +57,14 @@ class DeployedImage:
     fips: bool | Unknown = False
     # Set by the program itself, rather than a chart default or a tag the chart resolved.
     explicit: bool = True
-    # kai-release-disallow-unsafe-values judges this tag on its own resource, before it is created.
-    judged_on_creation: bool = False
+    # Named by a kai-config Config in NvFractions mode or gpu-fractioning's operator, each judged alone.
+    judged_alone: bool = False
+
+    @property
+    def judged_on_creation(self) -> bool:
+        """kai-release-disallow-unsafe-values judges this tag on its own resource, before it is created:
+        a tag a v3 Release sets, or one a Config or the operator names."""
+        return self.explicit or self.judged_alone
 
     def describe_tag(self) -> str:
         return f"{self.tag_key} of {self.owner}"
@@ -149,7 +155,6 @@ def _kai_release_images(release: Release, fips: bool | Unknown) -> Iterator[Depl
         base=global_base,
         fips=fips,
         explicit=not release.is_default("global.tag"),
-        judged_on_creation=not release.is_default("global.tag"),
     )
     for block in _image_blocks(release):
         tag = known_text(release.value(f"{block}.tag"))
@@ -172,7 +177,6 @@ def _kai_release_images(release: Release, fips: bool | Unknown) -> Iterator[Depl
             base=base_of(release.value(registry_key), 1) if registry_key else global_base,
             fips=fips,
             explicit=not release.is_default(f"{block}.tag"),
-            judged_on_creation=not release.is_default(f"{block}.tag"),
         )
 
 
@@ -191,7 +195,6 @@ def _fractioning_release_images(release: Release, fips: bool | Unknown) -> Itera
             base=base_of(release.value(f"{key}.repository"), 2),
             fips=fips,
             explicit=not release.is_default(f"{key}.tag"),
-            judged_on_creation=not release.is_default(f"{key}.tag"),
         )
 
 

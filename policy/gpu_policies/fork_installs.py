@@ -48,7 +48,7 @@ def _config_images(props: Mapping[str, Any], urn: str, owner: str) -> Iterator[D
             repository_key=f"{key}.repository",
             base=base_of(peek(image, "repository"), 1),
             explicit=False,
-            judged_on_creation=fork,
+            judged_alone=fork,
         )
 
 
@@ -110,10 +110,9 @@ def _chart_install(rendered: RenderedChart, component: Component) -> ForkInstall
         owner = f"{kind} {child.name!r} of chart {rendered.label!r}"
         if child.resource_type == KAI_CONFIG:
             images.extend(_config_images(child.props, child.urn, owner))
-        elif (operator := fractioning_operator(child.resource_type, child.props, child.urn, owner)) is not None:
-            images.extend(operator.images)
         else:
-            images.extend(_workload_images(child.resource_type, child.props, child.urn, owner))
+            found = tuple(_workload_images(child.resource_type, child.props, child.urn, owner))
+            images.extend(_as_operator(found) or found)
     mode: bool | Unknown = True
     if component is Component.KAI_SCHEDULER:
         modes = [_config_mode(config.props) for config in configs]
@@ -146,12 +145,16 @@ def fractioning_operator(resource_type: str, props: Mapping[str, Any], urn: str,
     operator, which is always the fork, so its tags are judged on it before it is created."""
     if not is_built_in_workload(resource_type):
         return None
-    images = tuple(_workload_images(resource_type, props, urn, owner))
+    images = _as_operator(tuple(_workload_images(resource_type, props, urn, owner)))
+    return None if images is None else ForkInstall(Component.GPU_FRACTIONING, urn, owner, True, images)
+
+
+def _as_operator(images: tuple[DeployedImage, ...]) -> tuple[DeployedImage, ...] | None:
+    """A workload's images as gpu-fractioning's operator's, judged alone; None for any other workload."""
     agents = {f"{agent.upper()}{IMAGE_ENV_SUFFIXES[0]}" for agent in NODE_AGENT_IMAGES if agent != "operator"}
     if not any(image.repository_key.split(" ", 1)[0] in agents for image in images):
         return None
-    judged = tuple(replace(image, judged_on_creation=True) for image in images)
-    return ForkInstall(Component.GPU_FRACTIONING, urn, owner, True, judged)
+    return tuple(replace(image, judged_alone=True) for image in images)
 
 
 def config_install(props: Mapping[str, Any], urn: str, owner: str) -> ForkInstall:
