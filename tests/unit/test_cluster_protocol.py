@@ -4,9 +4,12 @@ is the unit tests' fake, call for call and signature for signature."""
 from __future__ import annotations
 
 import inspect
+from typing import Any
+
+import pytest
 
 from components.cluster.client import KubeClient
-from components.cluster.protocol import Cluster
+from components.cluster.protocol import Cluster, Conflict, Json
 from tests.unit.fake_cluster import FakeCluster, field_selected, selected
 
 # KubeClient's calls no check makes: how a client is made, and the `kubectl debug` dry run only the
@@ -56,3 +59,28 @@ def test_the_fake_records_what_changes_the_cluster() -> None:
     cluster.put("queues.scheduling.run.ai", {"metadata": {"name": "q"}})
     assert cluster.delete_cluster_object("scheduling.run.ai", "v2", "queues", "q")
     assert not cluster.delete_cluster_object("scheduling.run.ai", "v2", "queues", "q"), "already gone"
+
+
+class RefusingCore:
+    """CoreV1Api's patch_node answering as the API server does for a stale resourceVersion (409), or
+    with another error."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    def patch_node(self, name: str, patch: Json, **_: Any) -> Any:
+        from kubernetes.client import ApiException
+
+        raise ApiException(status=self.status, reason="Conflict" if self.status == 409 else "Forbidden")
+
+
+def test_a_node_patch_the_api_server_refuses_as_stale_is_a_conflict_and_any_other_error_is_not() -> None:
+    from kubernetes.client import ApiException
+
+    cluster = KubeClient(None)
+    cluster.core = RefusingCore(409)
+    with pytest.raises(Conflict, match="node gpu-node-0 changed since it was read"):
+        cluster.patch_node("gpu-node-0", {"metadata": {"resourceVersion": "1"}})
+    cluster.core = RefusingCore(403)
+    with pytest.raises(ApiException):
+        cluster.patch_node("gpu-node-0", {"spec": {"unschedulable": True}})
