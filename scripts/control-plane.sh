@@ -4,7 +4,8 @@
 # kwok turning the Node objects in standins/nodes/ into fake GPU nodes
 # whose pods go Running, and the stand-in operators of standins/operators doing at
 # run time what the GPU Operator, KAI's and gpu-fractioning's operators, nvml-mock,
-# GFD and the device plugins would; and a container registry (distribution) with
+# GFD and the device plugins would; the GPU Operator's driver upgrade controller, a stand-in
+# on the real upgrade state machine (standins/upgrade-controller); and a container registry (distribution) with
 # htpasswd authentication over TLS, where the fork builds push their images.
 # kwok also serves the kubelet API: `exec` into a fake pod runs the command on
 # this machine (with the stand-in GPU tools of standins/node-tools first on
@@ -14,7 +15,7 @@
 # This file holds the commands and the instances; each job is a file of scripts/control-plane/
 # that it sources: build.sh (the binaries, from their Go modules), pki.sh (the instance's CA, key
 # pairs and kubeconfig), processes.sh (supervising the processes) and components.sh (how each of
-# the seven is started).
+# the eight is started).
 #
 # Usage: scripts/control-plane.sh [--instance local|test|test2|test3|bench] build | up | down [--purge] | env | status
 #   build          build the binaries (and the kubectl and helm clients) once into the version-keyed cache
@@ -73,7 +74,7 @@ REGISTRY_PORT=${PORTS[3]}
 REGISTRY_DIR=$STATE/registry
 REGISTRY_USER=kgf
 SERVICE_CIDR=10.96.0.0/16
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kgf-stand-in-operators registry)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kgf-stand-in-operators kgf-upgrade-controller registry)
 OPERATORS=$REPO/standins/operators
 
 log() { say "$*"; }

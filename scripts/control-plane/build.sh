@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # Sourced by scripts/control-plane.sh: the build job. Kubernetes (kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl), etcd, kwok (with upstream's stages and the
-# CRDs of its Exec and Logs objects), helm, the registry, crane and an htpasswd writer, each built
-# from its Go module once into a version-keyed cache that every instance and checkout shares.
+# CRDs of its Exec and Logs objects), helm, the registry, crane, an htpasswd writer and the stand-in
+# upgrade controller, each built from its Go module once into a version-keyed cache that every
+# instance and checkout shares.
 # Uses log/die from the caller and phase from scripts/lib.sh.
 
 K8S_VERSION=v1.37.2
@@ -105,6 +106,22 @@ build_registry() {
   (cd "$REPO/tools/standin-plugins" && go build -trimpath -o "$BIN/kgf-htpasswd" ./kgf-htpasswd)
 }
 
+UPGRADE_CONTROLLER=$KGF_REPO/standins/upgrade-controller
+
+upgrade_controller_is_current() {
+  local f
+  [[ -x $BIN/kgf-upgrade-controller ]] || return 1
+  for f in "$UPGRADE_CONTROLLER"/{main.go,go.mod,go.sum}; do
+    [[ $BIN/kgf-upgrade-controller -nt $f ]] || return 1
+  done
+}
+
+# The GPU Operator's driver upgrade controller, as a stand-in on the real upgrade state machine
+# (k8s-operator-libs, standins/upgrade-controller).
+build_upgrade_controller() {
+  (cd "$UPGRADE_CONTROLLER" && go build -trimpath -ldflags="-s -w" -o "$BIN/kgf-upgrade-controller" .)
+}
+
 # Builds what is missing, one progress line per build; a warm run prints nothing. A subshell, so
 # the build lock is released before any component starts (they would inherit it), and the build
 # functions that cd into their wrapper modules run in subshells of their own.
@@ -122,6 +139,7 @@ cmd_build() (
   kwok_is_current || todo+=(kwok)
   helm_is_current || todo+=(helm)
   registry_is_current || todo+=(registry)
+  upgrade_controller_is_current || todo+=(upgrade-controller)
   for item in "${todo[@]}"; do
     i=$((i + 1))
     case $item in
@@ -131,6 +149,8 @@ cmd_build() (
       kwok) phase "$i/${#todo[@]}" "kwok $KWOK_VERSION" "2 min" "$BUILD_LOG" build_kwok ;;
       helm) phase "$i/${#todo[@]}" "helm $HELM_VERSION" "2 min" "$BUILD_LOG" build_helm ;;
       registry) phase "$i/${#todo[@]}" "registry $REGISTRY_VERSION and crane $CRANE_VERSION" "1-2 min" "$BUILD_LOG" build_registry ;;
+      upgrade-controller) phase "$i/${#todo[@]}" "the stand-in upgrade controller (k8s-operator-libs)" "1-3 min" "$BUILD_LOG" \
+        build_upgrade_controller ;;
     esac
   done
 )

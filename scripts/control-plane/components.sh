@@ -1,13 +1,16 @@
 # shellcheck shell=bash
-# Sourced by scripts/control-plane.sh: how each of the instance's seven processes is started, in
+# Sourced by scripts/control-plane.sh: how each of the instance's eight processes is started, in
 # order, each one waited for before the next that needs it: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler (with a kai-scheduler profile), kwok (serving the fake
-# nodes of standins/nodes), the stand-in operators (standins/operators) and the registry. Uses
+# nodes of standins/nodes), the stand-in operators (standins/operators), the stand-in upgrade
+# controller (standins/upgrade-controller) and the registry. Uses
 # start/wait_for from processes.sh, kubectl/quiet/log from the caller, the PKI from pki.sh.
 
 # What the running processes were started from: the control plane's scripts, the kwok stages,
 # the stand-in operators.
-fingerprint() { cat "${CONTROL_PLANE_SCRIPTS[@]}" "$KWOK_STAGES" "$OPERATORS"/*.py | sha256sum | cut -d' ' -f1; }
+fingerprint() {
+  cat "${CONTROL_PLANE_SCRIPTS[@]}" "$KWOK_STAGES" "$OPERATORS"/*.py "$UPGRADE_CONTROLLER/main.go" | sha256sum | cut -d' ' -f1
+}
 
 start_components() {
   local pki=$STATE/pki
@@ -66,6 +69,9 @@ YAML
   quiet kubectl apply -f "$NODES_DIR"
   wait_for "the fake nodes to be Ready" 60 kubectl wait --for=condition=Ready --timeout=1s -f "$NODES_DIR"
   start_stand_in_operators
+  # The GPU Operator's upgrade controller runs a round when a node's upgrade state or the driver
+  # DaemonSet changes, and again this long after each (upstream: 2 minutes).
+  start kgf-upgrade-controller --kubeconfig="$KUBECONFIG_FILE" --namespace=gpu-operator --resync=10s
   start_registry
 }
 

@@ -1,8 +1,10 @@
-"""More stand-in GPU nodes for a test, fractional pods to run on them, and a record of what a rollout
-did to them: which nodes were cordoned at once, and which nodes were cordoned when each pod went."""
+"""More stand-in GPU nodes for a test, fractional pods to run on them, a node the GPU Operator's own
+upgrade controller got stuck on, and a record of what a rollout did to them: which nodes were
+cordoned at once, and which nodes were cordoned when each pod went."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -12,7 +14,9 @@ from typing import Any
 
 import yaml
 
-from tests.integration.workspace import REPO, kubectl
+from components.vocabulary.kai import RESERVATION_NAMESPACE
+from components.vocabulary.nvidia import UPGRADE_STATE_LABEL
+from tests.integration.workspace import REPO, kubectl, kubectl_json, wait_until
 
 NODE_FILE = REPO / "standins/nodes/gpu-node.yaml"
 TEAM = "team-a"
@@ -71,7 +75,7 @@ def reservation_pod(node: str) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {
             "name": f"gpu-reservation-{node}",
-            "namespace": "kai-resource-reservation",
+            "namespace": RESERVATION_NAMESPACE,
             "labels": {"app": "kai-resource-reservation", "runai-gpu-group": f"group-{node}"},
         },
         "spec": {
@@ -85,6 +89,35 @@ def reservation_pod(node: str) -> dict[str, Any]:
             ],
         },
     }
+
+
+def upgrade_state(node: str) -> str:
+    return str(kubectl_json("get", "node", node)["metadata"]["labels"].get(UPGRADE_STATE_LABEL, ""))
+
+
+def _upgrade_policy(auto_upgrade: bool, driver: str) -> str:
+    return json.dumps({"spec": {"driver": {"version": driver, "upgradePolicy": {"autoUpgrade": auto_upgrade}}}})
+
+
+@contextmanager
+def stuck_in_a_driver_upgrade(node: str, driver: str = "615.99.00") -> Iterator[None]:
+    """The GPU Operator's own upgrade controller switched on by hand with a new driver while KAI's
+    ownerless reservation pod holds a GPU on `node`. The control plane's upgrade controller runs the
+    real state machine (k8s-operator-libs), which cordons the node and, unable to delete that pod,
+    leaves it in upgrade-failed before any driver pod is touched (day2-upstream.md 1.2, 1.4).
+    Afterwards the controller is off again, which removes the label, and the node is uncordoned."""
+    installed = kubectl_json("get", "clusterpolicy", "cluster-policy")["spec"]["driver"]["version"]
+    kubectl("create", "namespace", RESERVATION_NAMESPACE, check=False)
+    kubectl("apply", "-f", "-", input_text=yaml.safe_dump(reservation_pod(node)))
+    kubectl("patch", "clusterpolicy", "cluster-policy", "--type=merge", "-p", _upgrade_policy(True, driver))
+    try:
+        wait_until(lambda: upgrade_state(node) == "upgrade-failed", 120, f"{node} in upgrade-failed")
+        yield
+    finally:
+        kubectl("patch", "clusterpolicy", "cluster-policy", "--type=merge", "-p", _upgrade_policy(False, installed))
+        wait_until(lambda: upgrade_state(node) == "", 120, f"the upgrade state label gone from {node}")
+        kubectl("-n", RESERVATION_NAMESPACE, "delete", "pod", f"gpu-reservation-{node}", "--wait=true")
+        kubectl("uncordon", node)
 
 
 @dataclass

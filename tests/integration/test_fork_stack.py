@@ -19,7 +19,6 @@ import yaml
 
 from components.vocabulary.fractions import POLICY_NAME
 from components.vocabulary.nvidia import DRIVER_FULL_LABEL as DRIVER_LABEL
-from components.vocabulary.nvidia import UPGRADE_STATE_LABEL
 from tests.integration.conftest import (
     NODE,
     RECORD,
@@ -28,7 +27,14 @@ from tests.integration.conftest import (
     stand_in_operators,
     webhooks_off_the_machine,
 )
-from tests.integration.gpu_nodes import TEAM, fractional_pod, more_gpu_nodes, reservation_pod, watched
+from tests.integration.gpu_nodes import (
+    TEAM,
+    fractional_pod,
+    more_gpu_nodes,
+    reservation_pod,
+    stuck_in_a_driver_upgrade,
+    watched,
+)
 from tests.integration.workspace import (
     REPO,
     Workspace,
@@ -191,23 +197,20 @@ def test_a_preview_of_a_driver_bump_names_the_rollout_it_would_start(a100: Works
 
 
 def test_the_gpu_operator_gate_names_a_node_stuck_in_a_driver_upgrade_and_its_pods(a100: Workspace) -> None:
-    """A node left as the real upgrade controller leaves it (upgrade-failed, cordoned): a shorter wait
-    re-runs the gate, which fails naming the node, its state and the fractional pods on it; once the
-    node is done, the next up passes."""
+    """The GPU Operator's own upgrade controller, switched on by hand, meets KAI's reservation pod: the
+    real state machine leaves the node cordoned in upgrade-failed. A shorter wait re-runs the gate,
+    which fails naming the node, its state and the pods that block it; once the node is back, the next
+    up passes."""
     node = kubectl_json("get", "pod", "fraction-smoke-a")["spec"]["nodeName"]
-    kubectl("label", "node", node, f"{UPGRADE_STATE_LABEL}=upgrade-failed")
-    kubectl("cordon", node)
-    try:
+    with stuck_in_a_driver_upgrade(node):
         a100.pulumi("config", "set", "--path", "gpuOperator.readyTimeoutSeconds", "10", stack="a100")
         failed = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", check=False)
         assert failed.returncode != 0, "a node in a driver upgrade holds the GPU Operator's gate"
-        assert f"FAIL driver-upgrade: {node}: upgrade-failed, cordoned; fractional pods, which it does not drain:" in (
-            failed.output
-        ), failed.output[-3000:]
+        assert (
+            f"FAIL driver-upgrade: {node}: upgrade-failed, cordoned; GPU pods with no owner, which it does not "
+            f"delete: kai-resource-reservation/gpu-reservation-{node}; fractional pods, which it does not drain:"
+        ) in failed.output, failed.output[-3000:]
         assert "default/fraction-smoke-a" in failed.output
-    finally:
-        kubectl("label", "node", node, f"{UPGRADE_STATE_LABEL}-")
-        kubectl("uncordon", node)
     # The failed update kept the gate's last inputs: with the shorter wait still asked for, it runs again.
     passed = a100.pulumi("up", "--yes", "--skip-preview", stack="a100")
     assert "GPU Operator ready: all 4 checks hold" in passed.output

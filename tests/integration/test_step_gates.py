@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from standins.operators.fractioning_daemons import UPGRADE_STATE_LABEL
 from tests.integration.conftest import leftovers, stand_in_operators
+from tests.integration.gpu_nodes import stuck_in_a_driver_upgrade
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, wait_until
 
@@ -72,7 +72,6 @@ def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> No
         assert kubectl_json("get", "pod", "fraction-smoke-a")["status"]["phase"] == "Running"
         the_daemons_leave_a_node_in_a_driver_upgrade_and_come_back("gpu-node-0")
     finally:
-        kubectl("label", "node", "gpu-node-0", f"{UPGRADE_STATE_LABEL}-", check=False)
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack="slow", check=False, timeout=900)
     assert leftovers() == {}
 
@@ -92,11 +91,11 @@ def driver_upgrade_in_progress() -> str | None:
 
 def the_daemons_leave_a_node_in_a_driver_upgrade_and_come_back(node: str) -> None:
     """As the fork's daemons do under their upgrade node affinity: the DaemonSet controller removes them
-    when the GPU Operator's upgrade controller labels the node, and brings them back at upgrade-done."""
+    when the GPU Operator's upgrade controller labels the node, and brings them back once the label is
+    gone."""
     assert daemons_on(node) == ["fractiond", "mpsd"] and driver_upgrade_in_progress() == "False"
-    kubectl("label", "node", node, f"{UPGRADE_STATE_LABEL}=upgrade-required")
-    wait_until(lambda: daemons_on(node) == [], timeout=120, what=f"mpsd and fractiond to leave {node}")
-    wait_until(lambda: driver_upgrade_in_progress() == "True", timeout=60, what="DriverUpgradeInProgress=True")
-    kubectl("label", "node", node, f"{UPGRADE_STATE_LABEL}=upgrade-done", "--overwrite")
+    with stuck_in_a_driver_upgrade(node):
+        wait_until(lambda: daemons_on(node) == [], timeout=120, what=f"mpsd and fractiond to leave {node}")
+        wait_until(lambda: driver_upgrade_in_progress() == "True", timeout=60, what="DriverUpgradeInProgress=True")
     wait_until(lambda: daemons_on(node) == ["fractiond", "mpsd"], timeout=120, what=f"the daemons back on {node}")
     wait_until(lambda: driver_upgrade_in_progress() == "False", timeout=60, what="DriverUpgradeInProgress=False")
