@@ -3,8 +3,9 @@ per node beside the time the stand-ins take at best, and their ratio.
 
 For each size, on nodes as new machines have them (standins/nodes/gpu-node.yaml): the a100 stack's
 `up` (prebuilt images, smoke proof off, gpuOperator.rollout.drainGraceSeconds 0), a fractional pod on
-every node, then a driver bump's `up`. The DriverRollout's results give each node's time from cordon
-to uncordon. The stand-ins' simulated delays on each node are mpsd's stop (knob `mpsd-stop`) and the
+every node, then a driver bump's `up`, whose rollout proves each node with a deviceQuery pod (its
+output a guide-shaped fixture). The DriverRollout's results give each node's time from cordon to
+its proof. The stand-ins' simulated delays on each node are mpsd's stop (knob `mpsd-stop`) and the
 new driver's build and load (knob `driver-install`): a node cannot take less than their sum, and the
 ratio is the node's time over that sum. The goal: at most 1.10, and no growth with the cluster.
 
@@ -29,6 +30,7 @@ from benchmarks.engine_vs_helm import timed
 from benchmarks.node_scale import fresh_nodes, node_names
 from tests.integration.conftest import stand_in_operators
 from tests.integration.gpu_nodes import TEAM, fractional_pod
+from tests.integration.stand_ins import device_query_on_nodes_prints
 from tests.integration.test_fork_stack import PASSWORD, a100_config, inline_kubeconfig
 from tests.integration.workspace import Workspace, kubectl
 
@@ -59,7 +61,8 @@ def one_size(base: Path, count: int, largest: int) -> tuple[float, list[float]]:
         pods = [fractional_pod(f"job-{node}", node) for node in node_names(count)]
         kubectl("apply", "-f", "-", input_text=yaml.safe_dump_all(pods))
         workspace.pulumi("config", "set", "--path", "gpuOperator.driver.version", BUMPED_DRIVER, stack="a100")
-        bump = timed(lambda: workspace.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=3600))
+        with device_query_on_nodes_prints(node_names(count), workspace.root):
+            bump = timed(lambda: workspace.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=3600))
         times = node_times(workspace)
         if len(times) != count:
             raise SystemExit(f"{count} nodes: the rollout reported {len(times)} nodes")

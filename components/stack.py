@@ -191,7 +191,9 @@ def deploy_forks(
 
     admission_ready = admission(config, access, cluster)
     gpu_operator, agents = config.gpu_operator, config.gpu_fractioning.namespace
-    operator = GpuOperator("gpu-operator", gpu_operator, access, agents, cluster) if gpu_operator.enabled else None
+    operator = None
+    if gpu_operator.enabled:  # its driver rollout proves each node it took as the smoke proof proves the stack
+        operator = GpuOperator("gpu-operator", gpu_operator, access, agents, cluster, smoke_spec(config))
     # Also when the cluster's GPU Operator is managed elsewhere: KAI needs what it sets up.
     operator_release = operator.release if operator else None
     operator_ready = gate(config, access, "gpu-operator", installed(config, "gpuOperator", operator_release), operator)
@@ -265,14 +267,9 @@ def proved_on(proof: SmokeProof | LabProof) -> pulumi.Output[Any]:
 
 
 def prove_smoke_pods(config: StackConfig, access: ClusterAccess, smoke: SmokePods, triggers: Any) -> SmokeProof:
-    return SmokeProof(
-        "smoke-proof",
-        smoke_spec(config.smoke_test, config.nodes.gpu_memory_mib, config.gpu_fractioning.namespace),
-        access=access,
-        # Any GPU-side change is a new install to prove; the outputs must not go stale.
-        triggers=triggers,
-        opts=pulumi.ResourceOptions(depends_on=[smoke]),
-    )
+    # Any GPU-side change is a new install to prove (triggers); the outputs must not go stale.
+    opts = pulumi.ResourceOptions(depends_on=[smoke])
+    return SmokeProof("smoke-proof", smoke_spec(config), access=access, triggers=triggers, opts=opts)
 
 
 def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:

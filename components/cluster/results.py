@@ -1,14 +1,12 @@
 """What every check shares, the step gates' and the proofs': its result, their report, evidence
-that cannot be gathered failing its own check, patient polling, and failing the update when a check
-does not hold."""
+that cannot be gathered failing its own check, and failing the update when a check does not hold
+(patient polling is components/cluster/waiting.py's)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
-
-from components.cluster.waiting import Clock, Deadline, poll
 
 
 class ReportedFailure(Exception):
@@ -58,16 +56,6 @@ def guarded(check: str, decide: Callable[[], CheckResult]) -> CheckResult:
         return decide()
     except Exception as error:  # any API or exec failure is that check's failure
         return CheckResult(check, False, f"could not gather the evidence: {error}")
-
-
-def wait_for(clock: Clock, deadline: float, probe: Callable[[], Any]) -> Any:
-    """What `probe` finds (not None) by the deadline; None if it found nothing by then."""
-    return poll(probe, lambda found: found is not None, Deadline(clock, deadline))
-
-
-def retry(clock: Clock, seconds: float, attempt: Callable[[], CheckResult]) -> CheckResult:
-    """The first attempt that passes within `seconds`; else the last one, made on the deadline."""
-    return poll(attempt, lambda result: result.passed, Deadline.after(seconds, clock))
 
 
 def raise_on_failure(kind: str, results: Sequence[CheckResult]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 Look = TypeVar("Look")
 
@@ -75,3 +75,21 @@ def poll(
             return found
         between(found)
         deadline.clock.sleep(min(next(delays), deadline.left()))
+
+
+class Outcome(Protocol):
+    @property
+    def passed(self) -> bool: ...
+
+
+Attempt = TypeVar("Attempt", bound=Outcome)
+
+
+def wait_for(clock: Clock, deadline: float, probe: Callable[[], Any]) -> Any:
+    """What `probe` finds (not None) by the deadline; None if it found nothing by then."""
+    return poll(probe, lambda found: found is not None, Deadline(clock, deadline))
+
+
+def retry(clock: Clock, seconds: float, attempt: Callable[[], Attempt]) -> Attempt:
+    """The first attempt that passes within `seconds`; else the last one, made on the deadline."""
+    return poll(attempt, lambda result: result.passed, Deadline.after(seconds, clock))

@@ -211,6 +211,9 @@ class RolloutConfig(Model):
     # How long one node (or one group of max_nodes_at_once) may take from cordon to uncordon, the grace
     # above included: the driver container may take 21 min to build and load, the validator 10.
     node_timeout_seconds: Annotated[Count, Field(ge=60, le=24 * 3600)] = Field(default=2700, examples=[2700])
+    # Once a node is uncordoned, a deviceQuery pod there must see its fraction's SM share before the
+    # next node is taken (the smoke test's fraction, queue and namespace).
+    prove_each_node: Switch = True
 
 
 class GpuOperatorConfig(Model):

@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 from components import helm
 from components.cluster.engine import ClusterAccess
 from components.config.model import GpuOperatorConfig
+from components.proofs.smoke_decisions import SmokeSpec
 from components.rollout.driver import ROLLOUT_TAINT, RolloutSpec
 from components.rollout.run import DriverRollout
 
@@ -39,7 +40,9 @@ def gpu_operator_values(config: GpuOperatorConfig) -> dict[str, Any]:
     }
 
 
-def rollout_spec(config: GpuOperatorConfig, agents_namespace: str) -> RolloutSpec:
+def rollout_spec(config: GpuOperatorConfig, agents_namespace: str, proof: SmokeSpec | None = None) -> RolloutSpec:
+    """How the driver reaches the nodes; `proof` is what each node must pass once uncordoned, when
+    gpuOperator.rollout.proveEachNode is on."""
     rollout = config.rollout
     return RolloutSpec(
         namespace=config.namespace,
@@ -48,6 +51,7 @@ def rollout_spec(config: GpuOperatorConfig, agents_namespace: str) -> RolloutSpe
         max_nodes_at_once=rollout.max_nodes_at_once,
         drain_grace_seconds=rollout.drain_grace_seconds,
         node_timeout_seconds=rollout.node_timeout_seconds,
+        proof=proof if rollout.prove_each_node else None,
     )
 
 
@@ -69,6 +73,7 @@ class GpuOperator(pulumi.ComponentResource):
         access: ClusterAccess,
         agents_namespace: str,
         opts: pulumi.ResourceOptions | None = None,
+        proof: SmokeSpec | None = None,
     ) -> None:
         super().__init__("kai-gpu-fractions:gpu:GpuOperator", name, None, opts)
         self.release = helm.install(
@@ -84,7 +89,7 @@ class GpuOperator(pulumi.ComponentResource):
         if config.driver.source == "operator":
             self.rollout = DriverRollout(
                 f"{name}-driver-rollout",
-                rollout_spec(config, agents_namespace),
+                rollout_spec(config, agents_namespace, proof),
                 access=access,
                 triggers=self.release.status.revision,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.model import SmokeTestConfig
-from components.proofs.smoke import SMOKE_POD_NAMES, SmokeSpec, smoke_pod_manifest
+from components.config.model import SmokeTestConfig, StackConfig
+from components.proofs.smoke import SMOKE_POD_NAMES, smoke_pod_manifest
+from components.proofs.smoke_decisions import SmokeSpec
 
 # The driver the pods were started on: a driver rollout drains every fractional pod, these included,
 # so a new driver starts them again (after the rollout and the gates, which they wait for).
@@ -34,13 +35,14 @@ class SmokePods(pulumi.ComponentResource):
         self.register_outputs({"names": self.names})
 
 
-def smoke_spec(smoke: SmokeTestConfig, gpu_memory_mib: int, agents_namespace: str) -> SmokeSpec:
-    """What the smoke proof checks of these pods, on GPUs of `gpu_memory_mib`."""
+def smoke_spec(config: StackConfig) -> SmokeSpec:
+    """What the smoke proof checks of these pods, on the stack's GPUs."""
+    smoke = config.smoke_test
     return SmokeSpec(
         pods=SMOKE_POD_NAMES,
-        gpu_memory_mib=gpu_memory_mib,
+        gpu_memory_mib=config.nodes.gpu_memory_mib,
         gpu_fraction=smoke.gpu_fraction,
         namespace=smoke.namespace,
         queue=smoke.queue,
-        agents_namespace=agents_namespace,
+        agents_namespace=config.gpu_fractioning.namespace,
     )

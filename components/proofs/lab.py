@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from components.cluster.protocol import Cluster
-from components.cluster.results import CheckResult, guarded, phase, retry
-from components.cluster.waiting import Clock
+from components.cluster.results import CheckResult, guarded, phase
+from components.cluster.waiting import Clock, retry
 from components.proofs.lab_decisions import (
     decide_allocatable,
     decide_isolator_injection,

@@ -22,7 +22,8 @@ from components.cluster.engine import (
 )
 from components.cluster.results import CheckResult
 from components.proofs.lab import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
-from components.proofs.smoke import DEVICE_QUERY_POD, SmokeSpec, prove_smoke
+from components.proofs.smoke import DEVICE_QUERY_POD, prove_smoke
+from components.proofs.smoke_decisions import SmokeSpec
 
 report_failures_without_traceback()
 

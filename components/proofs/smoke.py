@@ -3,7 +3,6 @@ deviceQuery, each from evidence gathered in the cluster (exec, logs, node labels
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from components.cluster.protocol import Cluster
@@ -12,12 +11,12 @@ from components.cluster.results import (
     default_container,
     guarded,
     phase,
-    retry,
-    wait_for,
 )
-from components.cluster.waiting import Clock
+from components.cluster.waiting import Clock, retry, wait_for
 from components.config.model import SmokeTestConfig
 from components.proofs.smoke_decisions import (
+    DEVICE_QUERY_IMAGE,
+    SmokeSpec,
     decide_binder,
     decide_env,
     decide_memory_view,
@@ -31,7 +30,7 @@ from components.proofs.smoke_decisions import (
     sm_count_for_product,
 )
 from components.vocabulary.fractioning import MPSD_SELECTOR
-from components.vocabulary.kai import DEFAULT_QUEUE, SCHEDULER_NAME
+from components.vocabulary.kai import SCHEDULER_NAME
 from components.vocabulary.nvidia import GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL, RUNTIME_CLASS
 
 # The pods the smoke test creates (gpu_cluster/smoke_pods.py) and this proof proves.
@@ -74,7 +73,8 @@ def smoke_pod_manifest(name: str, config: SmokeTestConfig) -> dict[str, Any]:
 
 
 DEVICE_QUERY_POD = "fraction-devicequery"
-DEVICE_QUERY_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:devicequery"
+# Every deviceQuery pod carries it, with DEVICE_QUERY_POD as its value.
+DEVICE_QUERY_LABEL = "app.kubernetes.io/name"
 
 NAMESPACE_LIST = ["nvidia-cuda-mps-control", "-p", "3", "namespace", "list", "--server=shared"]
 HOSTILE_MEMORY_QUERY = [
@@ -84,22 +84,6 @@ HOSTILE_MEMORY_QUERY = [
     "--query-gpu=memory.total",
     "--format=csv,noheader",
 ]
-
-
-@dataclass(frozen=True)
-class SmokeSpec:
-    """What the smoke proof checks; its fields are the SmokeProof resource's inputs."""
-
-    pods: tuple[str, ...]
-    gpu_memory_mib: int
-    gpu_fraction: float
-    namespace: str = "default"
-    queue: str = DEFAULT_QUEUE
-    agents_namespace: str = "gpu-fractioning"
-    sm_count: int | None = None
-    measure_sm_share: bool = True
-    device_query_image: str = DEVICE_QUERY_IMAGE
-    timeout_seconds: int = 600
 
 
 def prove_smoke(cluster: Cluster, spec: SmokeSpec, clock: Clock | None = None) -> list[CheckResult]:
@@ -140,7 +124,7 @@ def prove_smoke(cluster: Cluster, spec: SmokeSpec, clock: Clock | None = None) -
         ),
     ]
     if spec.measure_sm_share:
-        results.append(guarded("sm-share", lambda: _sm_share(cluster, spec, node, clock)))
+        results.append(guarded("sm-share", lambda: measure_sm_share(cluster, spec, node, clock)))
     return results
 
 
@@ -171,45 +155,54 @@ def _namespaces(cluster: Cluster, spec: SmokeSpec, node: str, clock: Clock) -> C
     return retry(clock, 60.0, attempt)
 
 
-def _sm_share(cluster: Cluster, spec: SmokeSpec, node: str, clock: Clock) -> CheckResult:
+def measure_sm_share(cluster: Cluster, spec: SmokeSpec, node: str, clock: Clock, pinned: bool = False) -> CheckResult:
+    """The SM share deviceQuery sees in a fractional pod that asks for 100 %, on a GPU like `node`'s;
+    `pinned` runs it on `node` itself (a driver rollout proves each node it took)."""
     sm_count = spec.sm_count
     if sm_count is None:
         product = ((cluster.read_node(node) or {}).get("metadata") or {}).get("labels", {}).get(GPU_PRODUCT_LABEL, "")
         sm_count = sm_count_for_product(product)
         if sm_count is None:
             return CheckResult("sm-share", False, f"unknown SM count for GPU product {product!r}: set smCount")
-    manifest = device_query_pod_manifest(spec.namespace, spec.queue, spec.gpu_fraction, spec.device_query_image)
-    cluster.delete_pod(spec.namespace, DEVICE_QUERY_POD)
+    on = node if pinned else None
+    manifest = device_query_pod_manifest(spec.namespace, spec.queue, spec.gpu_fraction, spec.device_query_image, on)
+    pod = str(manifest["metadata"]["name"])
+    cluster.delete_pod(spec.namespace, pod)
     cluster.create_pod(spec.namespace, manifest)
     try:
         deadline = clock.now() + spec.timeout_seconds
-        finished = wait_for(clock, deadline, lambda: _finished(cluster.read_pod(spec.namespace, DEVICE_QUERY_POD)))
+        finished = wait_for(clock, deadline, lambda: _finished(cluster.read_pod(spec.namespace, pod)))
         if finished is None:
-            pod = cluster.read_pod(spec.namespace, DEVICE_QUERY_POD)
-            events = cluster.events_for(spec.namespace, DEVICE_QUERY_POD)[-1:]
+            events = cluster.events_for(spec.namespace, pod)[-1:]
             return CheckResult(
                 "sm-share",
                 False,
-                f"{DEVICE_QUERY_POD} did not finish in {spec.timeout_seconds}s (phase {phase(pod)}"
+                f"{pod} did not finish in {spec.timeout_seconds}s (phase {phase(cluster.read_pod(spec.namespace, pod))}"
                 + "".join(f"; {event}" for event in events)
-                + f"); it needs a free {spec.gpu_fraction:g} GPU besides the one the smoke pods hold",
+                + f"); it needs a free {spec.gpu_fraction:g} GPU "
+                + (f"on {node}" if pinned else "besides the one the smoke pods hold"),
             )
-        return decide_sm_share(
-            parse_device_query(cluster.pod_logs(spec.namespace, DEVICE_QUERY_POD)), sm_count, spec.gpu_fraction
-        )
+        return decide_sm_share(parse_device_query(cluster.pod_logs(spec.namespace, pod)), sm_count, spec.gpu_fraction)
     finally:
-        cluster.delete_pod(spec.namespace, DEVICE_QUERY_POD)
+        cluster.delete_pod(spec.namespace, pod)
 
 
 def _finished(pod: dict[str, Any] | None) -> str | None:
     return found if (found := phase(pod)) in ("Succeeded", "Failed") else None
 
 
-def device_query_pod_manifest(namespace: str, queue: str, fraction: float, image: str = DEVICE_QUERY_IMAGE) -> dict:
-    """The guide's half-GPU deviceQuery pod: a smoke pod that tries to override its own share to 100 %."""
+def device_query_pod_manifest(
+    namespace: str, queue: str, fraction: float, image: str = DEVICE_QUERY_IMAGE, node: str | None = None
+) -> dict:
+    """The guide's half-GPU deviceQuery pod: a smoke pod that tries to override its own share to 100 %;
+    with a `node`, one of its own that runs there."""
+    name = f"{DEVICE_QUERY_POD}-{node}"[:253] if node else DEVICE_QUERY_POD
     pod = smoke_pod_manifest(
-        DEVICE_QUERY_POD, SmokeTestConfig(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)
+        name, SmokeTestConfig(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)
     )
+    pod["metadata"]["labels"][DEVICE_QUERY_LABEL] = DEVICE_QUERY_POD
+    if node:
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
     (container,) = pod["spec"]["containers"]
     del container["command"]  # the image's entrypoint runs deviceQuery
     container["env"] = [{"name": "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "value": "100"}]

@@ -13,6 +13,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from components.cluster.results import CheckResult
+from components.vocabulary.kai import DEFAULT_QUEUE
+
+DEVICE_QUERY_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:devicequery"
+
+
+@dataclass(frozen=True)
+class SmokeSpec:
+    """What the smoke proof checks; its fields are the SmokeProof resource's inputs."""
+
+    pods: tuple[str, ...]
+    gpu_memory_mib: int
+    gpu_fraction: float
+    namespace: str = "default"
+    queue: str = DEFAULT_QUEUE
+    agents_namespace: str = "gpu-fractioning"
+    sm_count: int | None = None
+    measure_sm_share: bool = True
+    device_query_image: str = DEVICE_QUERY_IMAGE
+    timeout_seconds: int = 600
+
 
 RESERVED_GPU_MEMORY_MIB = 1024  # the MPS server's own context; the binder's reservedGpuMemory
 DEFAULT_NAMESPACE_PERCENTAGE = 10.0

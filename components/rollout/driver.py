@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from components.cluster.objects import Json, asks_for_gpus, is_fractional, labels_of, name, pod_ready, qualified
+from components.proofs.smoke_decisions import SmokeSpec
 from components.vocabulary.fractioning import NODE_READY_CONDITION
 from components.vocabulary.kai import RESERVATION_NAMESPACE
 from components.vocabulary.nvidia import DRIVER_FULL_LABEL
@@ -48,6 +49,8 @@ class RolloutSpec:
     max_nodes_at_once: int
     drain_grace_seconds: int
     node_timeout_seconds: int
+    # The SM-share proof each node must pass once uncordoned, before the next is taken; None: none.
+    proof: SmokeSpec | None = None
 
 
 def latest_revision(daemonset: Json, revisions: Sequence[Json]) -> str | None:

@@ -1,7 +1,8 @@
 """The driver rollout as `up` runs it: once the GPU Operator's release carries a new driver, take each
 GPU node to it, a few at a time (gpuOperator.rollout): cordon, let fractional jobs finish for the
 grace period, delete what is left of them and KAI's reservation pods, delete the old driver pod, wait
-until the node shows the new driver, the validator and the node agents Ready, uncordon, next.
+until the node shows the new driver, the validator and the node agents Ready, uncordon, prove
+fractions there, next.
 
 A node that fails stops the rollout at once, naming the node, what failed and the command to look;
 it stays cordoned and the others keep serving. A rerun finishes that node first and never takes a
@@ -28,6 +29,7 @@ from components.cluster.objects import labels_of, name, qualified
 from components.cluster.protocol import Cluster, Conflict, Json
 from components.cluster.results import CheckResult, ReportedFailure
 from components.cluster.waiting import Clock, Deadline, poll, poll_delays
+from components.proofs.smoke import measure_sm_share
 from components.rollout.driver import (
     REVISION_LABEL,
     RolloutSpec,
@@ -167,10 +169,27 @@ class Rollout:
         self.patch_nodes(group, untaint_patch)
         self.wait_for(group, deadline, lambda node, pods: agents_missing(node, self.agents_on(pods, agents)))
         self.patch_nodes(group, uncordon_patch)
+        self.prove(group, revision)
         took = self.clock.now() - start
         self.progress(f"{', '.join(group)}: on driver {self.spec.driver_version} and uncordoned after {took:.1f}s")
         done = f"driver {self.spec.driver_version}, validated, uncordoned after {took:.1f}s"
         return [CheckResult(node, True, done) for node in group]
+
+    def prove(self, group: list[str], revision: str) -> None:
+        """Fractions on each node of the group, measured by a deviceQuery pod there; a node that fails is
+        cordoned again, so that KAI places no fraction on it, and the rollout stops."""
+        if self.spec.proof is None:
+            return
+        for node in group:
+            proved = measure_sm_share(self.cluster, self.spec.proof, node, self.clock, pinned=True)
+            if not proved.passed:
+                self.patch_nodes([node], lambda found: cordon_patch(found, revision))
+                raise RolloutStopped(
+                    f"driver rollout stopped at {node}: it runs driver {self.spec.driver_version}, but fractions "
+                    f"there failed their proof: {proved.detail}. It is cordoned again; once it is fixed, `pulumi up` "
+                    "proves it again and goes on with the other GPU nodes, which keep serving."
+                )
+            self.progress(f"{node}: fractions proved ({proved.detail})")
 
     def patch_nodes(self, group: list[str], patch: Callable[[Json], dict[str, Any]]) -> None:
         """Each node patched from what it is now; a node that changed between read and patch is read again."""

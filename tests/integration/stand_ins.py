@@ -12,7 +12,8 @@ import ssl
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, Self
@@ -20,6 +21,7 @@ from typing import Any, Self
 import yaml
 
 from components.cluster.facts import parse_quantity
+from components.proofs.smoke import DEVICE_QUERY_POD
 from tests.integration.workspace import kubectl, kubectl_json
 
 GPU = "nvidia.com/gpu"
@@ -51,6 +53,29 @@ def check_pods_print(report: Path, work: Path) -> None:
 
 def check_pods_print_nothing() -> None:
     kubectl("delete", "clusterlogs.kwok.x-k8s.io", CHECK_POD_LOGS, "--ignore-not-found")
+
+
+DEVICE_QUERY_LOGS = "rollout-device-query"
+PROOF_EVIDENCE = Path(__file__).parents[1] / "fixtures" / "proof"
+
+
+@contextmanager
+def device_query_on_nodes_prints(nodes: list[str], work: Path, fixture: str = "devicequery-half.txt") -> Iterator[None]:
+    """What deviceQuery prints in the pod a driver rollout runs on each of `nodes` to prove it (kwok
+    completes the pod, standins/kwok/stages.yaml): a guide-shaped fixture of tests/fixtures/proof."""
+    log = cri_log(PROOF_EVIDENCE / fixture, work / f"rollout-{fixture}.cri.log")
+    names = [f"{DEVICE_QUERY_POD}-{node}" for node in nodes]
+    logs = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "ClusterLogs",
+        "metadata": {"name": DEVICE_QUERY_LOGS},
+        "spec": {"selector": {"matchNames": names}, "logs": [{"logsFile": str(log)}]},
+    }
+    kubectl("apply", "-f", "-", input_text=yaml.safe_dump(logs))
+    try:
+        yield
+    finally:
+        kubectl("delete", "clusterlogs.kwok.x-k8s.io", DEVICE_QUERY_LOGS, "--ignore-not-found")
 
 
 class PollingStandIn:

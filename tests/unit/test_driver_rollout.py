@@ -4,12 +4,14 @@ replaces a deleted driver pod as the DaemonSet controller and a driver that load
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.cluster.waiting import Clock
+from components.proofs.smoke_decisions import SmokeSpec
 from components.rollout.driver import (
     ROLLOUT_ANNOTATION,
     RolloutSpec,
@@ -400,3 +402,58 @@ def test_a_node_rewritten_under_every_taint_patch_stops_the_rollout_with_its_nam
     one_node(cluster)
     with pytest.raises(RolloutStopped, match="node gpu-node-0 changed under every one of 5 patches of its taints"):
         roll_driver(cluster, SPEC, fake_clock(), progress=lambda _line: None)
+
+
+PROOF = SmokeSpec(pods=(), gpu_memory_mib=40960, gpu_fraction=0.5, sm_count=108, timeout_seconds=60)
+PROVED = replace(SPEC, proof=PROOF)
+EVIDENCE = Path(__file__).parents[1] / "fixtures" / "proof"
+
+
+def device_query_prints(cluster: DriverCluster, **by_node: str) -> None:
+    """Each node's deviceQuery pod finishes and prints the named fixture."""
+    cluster.created_phase = "Succeeded"
+    for node_name, fixture in by_node.items():
+        cluster.logs[("default", f"fraction-devicequery-{node_name}")] = (EVIDENCE / fixture).read_text()
+
+
+def test_each_node_is_proved_once_uncordoned_before_the_next_is_cordoned() -> None:
+    cluster = cluster_of(3, fractions_on=(0, 1, 2))
+    device_query_prints(cluster, **{f"gpu-node-{i}": "devicequery-half.txt" for i in range(3)})
+    lines: list[str] = []
+    results = roll_driver(cluster, PROVED, fake_clock(), progress=lines.append)
+    assert all(r.passed for r in results)
+    assert cluster.created_pods == [f"fraction-devicequery-gpu-node-{i}" for i in range(3)]
+    steps = [line for line in lines if line.endswith(": cordoned") or ": fractions proved" in line]
+    assert [step.split(":")[0] for step in steps] == [
+        "gpu-node-0",
+        "gpu-node-0",
+        "gpu-node-1",
+        "gpu-node-1",
+        "gpu-node-2",
+        "gpu-node-2",
+    ]
+    assert all(": fractions proved (" in step for step in steps[1::2]), "each node proved before the next is cordoned"
+    assert cluster.cordoned() == frozenset()
+
+
+def test_a_node_whose_fractions_fail_their_proof_is_cordoned_again_and_a_rerun_proves_it_without_a_reinstall() -> None:
+    cluster = cluster_of(3)
+    device_query_prints(cluster, **{"gpu-node-0": "devicequery-half.txt", "gpu-node-1": "devicequery-uncapped.txt"})
+    with pytest.raises(RolloutStopped) as stopped:
+        roll_driver(cluster, PROVED, fake_clock(), progress=lambda _line: None)
+    message = str(stopped.value)
+    assert message.startswith(f"driver rollout stopped at gpu-node-1: it runs driver {NEW}, but fractions there failed")
+    assert "It is cordoned again" in message
+    assert cluster.cordoned() == {"gpu-node-1"}, "KAI places no fraction on a node whose caps failed"
+    assert ROLLOUT_ANNOTATION in cluster.stored("nodes", "gpu-node-1")["metadata"]["annotations"]
+    assert cluster.stored("nodes", "gpu-node-2")["metadata"]["labels"][DRIVER_FULL_LABEL] == OLD, "not started"
+
+    device_query_prints(cluster, **{"gpu-node-1": "devicequery-half.txt", "gpu-node-2": "devicequery-half.txt"})
+    cluster.deletions.clear()
+    cluster.created_pods.clear()
+    results = roll_driver(cluster, PROVED, fake_clock(), progress=lambda _line: None)
+    assert all(r.passed for r in results)
+    drivers = [name for name, _, _ in cluster.deletions if name.startswith("nvidia-driver")]
+    assert drivers == ["nvidia-driver-gpu-node-2-old"], "gpu-node-1 is proved again, not reinstalled"
+    assert cluster.created_pods == ["fraction-devicequery-gpu-node-1", "fraction-devicequery-gpu-node-2"]
+    assert cluster.cordoned() == frozenset()

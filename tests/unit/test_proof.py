@@ -19,13 +19,12 @@ from components.cluster.client import KubeClient
 from components.cluster.engine import CheckProvider, ClusterAccess, spec_props
 from components.cluster.results import (
     CheckResult,
-    Clock,
     ProofFailed,
     default_container,
     format_results,
     raise_on_failure,
-    retry,
 )
+from components.cluster.waiting import Clock, retry
 from components.lab.lab_pods import SHARED_POD
 from components.proofs.lab import AllocatableSpec, LabSpec, prove_lab, wait_for_allocatable
 from components.proofs.lab_decisions import (

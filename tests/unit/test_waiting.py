@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from components.cluster.client import POD_GONE_TIMEOUT_SECONDS, KubeClient, PodStillThere
-from components.cluster.results import CheckResult, retry, wait_for
-from components.cluster.waiting import Clock, Deadline, poll
+from components.cluster.results import CheckResult
+from components.cluster.waiting import Clock, Deadline, poll, retry, wait_for
 from components.preflight.host_access import PodPhases
 from tests.integration import conftest as integration
 from tests.integration.workspace import wait_until
