@@ -48,7 +48,16 @@ DEPLOY_LABELS = (
 # The chart's default for every operand (values.yaml daemonsets.tolerations), which the ClusterPolicy's
 # spec.daemonsets.tolerations replaces.
 DEFAULT_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-DRIVER_MANAGER_IMAGE = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
+DRIVER_MANAGER_IMAGE = "nvcr.io/nvidia/cloud-native/k8s-driver-manager"
+DRIVER_MANAGER_VERSION = "v0.12.0"
+# The ClusterPolicy key that holds each operand's version, by its deploy label.
+VERSION_KEYS = {
+    "container-toolkit": "toolkit",
+    "operator-validator": "validator",
+    "device-plugin": "devicePlugin",
+    "gpu-feature-discovery": "gfd",
+    "dcgm-exporter": "dcgmExporter",
+}
 
 
 def daemonset_updated(daemonset: Json | None) -> bool:
@@ -155,10 +164,12 @@ class GpuOperator:
         driver = spec.get("driver") or {}
         selector = {"app": name}
         annotations = {}
+        # An operand's version in the ClusterPolicy is its image's tag: a new one rolls its pods.
+        tag = (spec.get(VERSION_KEYS.get(deploy, "")) or {}).get("version")
         pod_spec: Json = {
             "nodeSelector": {f"nvidia.com/gpu.deploy.{deploy}": "true"},
             "tolerations": (spec.get("daemonsets") or {}).get("tolerations") or DEFAULT_TOLERATIONS,
-            "containers": [{"name": name, "image": f"nvcr.io/nvidia/stand-in/{name}"}],
+            "containers": [{"name": name, "image": f"nvcr.io/nvidia/stand-in/{name}{f':{tag}' if tag else ''}"}],
         }
         strategy: Json = {}
         if name == "gpu-feature-discovery":
@@ -169,7 +180,8 @@ class GpuOperator:
             version = str(driver.get("version") or "")
             annotations[DRIVER_VERSION_ANNOTATION] = version
             strategy = {"updateStrategy": {"type": "OnDelete"}}
-            pod_spec["initContainers"] = [{"name": "k8s-driver-manager", "image": DRIVER_MANAGER_IMAGE}]
+            manager = (driver.get("manager") or {}).get("version") or DRIVER_MANAGER_VERSION
+            pod_spec["initContainers"] = [{"name": "k8s-driver-manager", "image": f"{DRIVER_MANAGER_IMAGE}:{manager}"}]
             pod_spec["containers"] = [
                 {"name": "nvidia-driver-ctr", "image": f"nvcr.io/nvidia/driver:{version}-ubuntu24.04"}
             ]

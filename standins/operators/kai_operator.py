@@ -19,9 +19,9 @@ from standins.operators.cluster import (
     Condition,
     FirstSeen,
     Json,
+    apply,
     deleting,
     deployment_available,
-    ensure,
     merge_conditions,
     name_of,
     owned_by,
@@ -110,13 +110,14 @@ class KaiOperator:
                     runtime_class = (body.get("resourceReservation") or {}).get("runtimeClassName")
                     if runtime_class:
                         args.append(f"--runtime-class-name={runtime_class}")
+                # Reconciled, not only created: a new image (a KAI pin bump) rolls the Deployment.
                 deployments.append(
-                    ensure(cluster, url, deployment(name, namespace, image(body, repository, tag, name), args, config))
+                    apply(cluster, url, deployment(name, namespace, image(body, repository, tag, name), args, config))
                 )
             scheduler = image(spec.get("scheduler") or {}, repository, tag, "scheduler")
             for shard in cluster.list(SHARDS):
                 name = f"kai-scheduler-{name_of(shard)}"
-                deployments.append(ensure(cluster, url, deployment(name, namespace, scheduler, [], shard)))
+                deployments.append(apply(cluster, url, deployment(name, namespace, scheduler, [], shard)))
             self.webhooks.register(cluster, config, namespace)
         self._status(cluster, config, deployments, spec)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from tests.integration.gpu_nodes import (
     stuck_in_a_driver_upgrade,
     watched,
 )
+from tests.integration.stand_ins import device_query_on_nodes_prints
 from tests.integration.workspace import (
     REPO,
     Workspace,
@@ -265,7 +267,8 @@ def test_a_driver_bump_takes_each_of_four_gpu_nodes_in_turn_and_stops_at_one_tha
         a100.pulumi("config", "set", "--path", f"gpuOperator.rollout.{key}", str(value), stack="a100")
     installed = kubectl_json("get", "clusterpolicy", "cluster-policy")["spec"]["driver"]["version"]
     names = [NODE, "gpu-node-1", "gpu-node-2", "gpu-node-3"]
-    with stand_in_operators(mpsd_stop=1), more_gpu_nodes(names[1:]):
+    proofs = device_query_on_nodes_prints(names, a100.root)
+    with stand_in_operators(mpsd_stop=1), more_gpu_nodes(names[1:]), proofs:
         wait_until(lambda: all(node_state(n)[0] == installed and mpsd_on(n) for n in names), 180, "four GPU nodes")
         pods = [fractional_pod(f"job-{n}", n) for n in names] + [reservation_pod(n) for n in names]
         kubectl("create", "namespace", TEAM)
@@ -274,6 +277,9 @@ def test_a_driver_bump_takes_each_of_four_gpu_nodes_in_turn_and_stops_at_one_tha
         with watched() as timeline:
             up = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=900)
         assert "driver rollout: 615.99.01 to 4 of 4 GPU nodes, 1 at a time" in up.output, up.output[-3000:]
+        proved = [line for line in up.output.splitlines() if ": fractions proved (" in line]
+        # Each progress line shows twice: as it happens and in the update's diagnostics.
+        assert list(dict.fromkeys(line.split("driver rollout: ")[1].split(":")[0] for line in proved)) == names
         assert timeline.most_cordoned == 1, "never more nodes cordoned than gpuOperator.rollout.maxNodesAtOnce"
         ours = {f"{TEAM}/job-{n}": n for n in names} | {
             f"kai-resource-reservation/gpu-reservation-{n}": n for n in names
@@ -321,6 +327,108 @@ def test_a_driver_bump_takes_each_of_four_gpu_nodes_in_turn_and_stops_at_one_tha
         kubectl("delete", "namespace", TEAM, "--wait=true")
     # mpsd left each node during the rollout and with the nodes: once those pods are gone, forget their
     # stops for destroy's check.
+    wait_until(lambda: mpsd_nodes() == [NODE], 120, "mpsd gone with the removed nodes")
+    kubectl("-n", "kube-system", "delete", "configmap", RECORD, "--ignore-not-found")
+
+
+def pod_images(namespace: str, selector: str) -> dict[str, tuple[str, str]]:
+    """Each live pod's node, with its uid and its first container's image."""
+    pods = kubectl_json("-n", namespace, "get", "pods", "-l", selector)["items"]
+    return {
+        p["spec"]["nodeName"]: (p["metadata"]["uid"], p["spec"]["containers"][0]["image"])
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp") and p["spec"].get("nodeName")
+    }
+
+
+def deployment_tags(namespace: str) -> set[str]:
+    deployments = kubectl_json("-n", namespace, "get", "deployments")["items"]
+    images = [c["image"] for d in deployments for c in d["spec"]["template"]["spec"]["containers"]]
+    return {image.rsplit(":", 1)[1] for image in images if ":" in image.rsplit("/", 1)[-1]}
+
+
+def bump(a100: Workspace, key: str, value: str) -> tuple[str, str]:
+    """The preview's rollout plan for one config change, then the `up` of it, watched: (plan, up output)."""
+    a100.pulumi("config", "set", "--path", key, value, stack="a100")
+    preview = a100.pulumi("preview", stack="a100")
+    plan = "\n".join(line for line in preview.output.splitlines() if "rollout plan: " in line)
+    return plan, a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=900).output
+
+
+def test_a_chart_bump_and_each_fork_pin_bump_do_what_their_preview_planned(a100: Workspace) -> None:
+    """Four GPU nodes serving fractional pods. A GPU Operator chart bump with the same driver rolls the
+    operator and restarts the operands on every node, and reinstalls no driver; a KAI pin bump and a
+    gpu-fractioning pin bump (one image tag names both forks) roll KAI's control plane and restart mpsd
+    under the running fractional pods. None cordons a node or drains a fractional pod, and each reruns
+    the gates after the step it changed, as its preview said."""
+    names = [NODE, "gpu-node-1", "gpu-node-2", "gpu-node-3"]
+    installed = kubectl_json("get", "clusterpolicy", "cluster-policy")["spec"]["driver"]["version"]
+    chart = a100.root / "charts-v26.7.2" / "gpu-operator"
+    shutil.copytree(REPO / "standins/charts/gpu-operator", chart)
+    manifest = (chart / "Chart.yaml").read_text().replace("v26.7.1", "v26.7.2")
+    (chart / "Chart.yaml").write_text(manifest)
+    with stand_in_operators(mpsd_stop=1), more_gpu_nodes(names[1:]):
+        wait_until(lambda: all(node_state(n)[0] == installed and mpsd_on(n) for n in names), 180, "four GPU nodes")
+        kubectl("create", "namespace", TEAM)
+        try:
+            pods = [fractional_pod(f"job-{n}", n) for n in names] + [reservation_pod(n) for n in names]
+            kubectl("apply", "-f", "-", input_text=yaml.safe_dump_all(pods))
+            ours = {f"{TEAM}/job-{n}" for n in names} | {f"kai-resource-reservation/gpu-reservation-{n}" for n in names}
+            drivers, plugins = driver_pods(), pod_images("gpu-operator", "app=nvidia-device-plugin-daemonset")
+
+            a100.pulumi(
+                "config", "set", "--path", "gpuOperator.chart.chart", "charts-v26.7.2/gpu-operator", stack="a100"
+            )
+            with watched() as timeline:
+                plan, up = bump(a100, "gpuOperator.chart.version", "v26.7.2")
+            assert (
+                "rollout plan: GPU Operator chart v26.7.1 -> v26.7.2: operator roll and operand restart on each of 4"
+                in plan
+            )
+            assert "driver rollout: " not in up, "the same driver: no node is reinstalled"
+            assert {n: p["metadata"]["uid"] for n, p in driver_pods().items()} == {
+                n: p["metadata"]["uid"] for n, p in drivers.items()
+            }
+            restarted = pod_images("gpu-operator", "app=nvidia-device-plugin-daemonset")
+            assert sorted(restarted) == sorted(names) and all(
+                restarted[n][0] != plugins[n][0] and restarted[n][1].endswith(":v26.7.2") for n in names
+            ), "every node's operands restarted on the new chart's versions"
+            assert deployment_tags("gpu-operator") >= {"v26.7.2"}, "the operator rolled"
+            assert "GPU Operator ready: all 4 checks hold" in up
+            assert timeline.most_cordoned == 0 and not ours & {pod for pod, _, _ in timeline.gone}
+
+            kai, fractioning = TAG.split("-")[1:]
+            for key, commit in (
+                ("forks.kaiScheduler.commit", "5f0e2a7c1b9d4e6f8a0b2c4d6e8f0a1b3c5d7e9f"),
+                ("forks.gpuFractioning.commit", "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"),
+            ):
+                was = f"smshare-{kai}-{fractioning}"
+                if key.startswith("forks.kai"):
+                    kai = commit[:7]
+                else:
+                    fractioning = commit[:7]
+                tag = f"smshare-{kai}-{fractioning}"
+                agents = pod_images("gpu-fractioning", "app.kubernetes.io/component=mpsd")
+                with watched() as timeline:
+                    plan, up = bump(a100, key, commit)
+                assert f"rollout plan: KAI-Scheduler images {was} -> {tag}: control-plane roll" in plan, plan
+                assert (
+                    f"rollout plan: gpu-fractioning images {was} -> {tag}: node-agent roll, mpsd and fractiond restart "
+                    "on each of 4 GPU nodes under 6 running fractional pods"  # the 4 jobs and the 2 smoke pods
+                ) in plan, plan
+                tags = deployment_tags("kai-scheduler")
+                assert tag in tags and was not in tags, f"KAI's Deployments rolled to {tag}: {tags}"
+                restarted = pod_images("gpu-fractioning", "app.kubernetes.io/component=mpsd")
+                assert sorted(restarted) == sorted(names) and all(
+                    restarted[n][0] != agents[n][0] and restarted[n][1].endswith(f":{tag}") for n in names
+                ), f"mpsd restarted on every node on the new tag: {restarted}"
+                for gate in ("KAI-Scheduler ready: all", "gpu-fractioning node agents ready: all 6"):
+                    assert gate in up, f"{gate} checks hold again after {key}"
+                assert "driver rollout: " not in up
+                assert timeline.most_cordoned == 0, "a pin bump cordons no node"
+                assert not ours & {pod for pod, _, _ in timeline.gone}, "and drains no fractional pod"
+        finally:
+            kubectl("delete", "namespace", TEAM, "--wait=true", "--ignore-not-found")
     wait_until(lambda: mpsd_nodes() == [NODE], 120, "mpsd gone with the removed nodes")
     kubectl("-n", "kube-system", "delete", "configmap", RECORD, "--ignore-not-found")
 
