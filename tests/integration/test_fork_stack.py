@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.cluster.objects import is_fractional
 from components.vocabulary.fractions import POLICY_NAME
 from components.vocabulary.nvidia import DRIVER_FULL_LABEL as DRIVER_LABEL
 from tests.integration.conftest import (
@@ -341,6 +342,11 @@ def pod_images(namespace: str, selector: str) -> dict[str, tuple[str, str]]:
     }
 
 
+def running_fractional_pods() -> int:
+    pods = kubectl_json("get", "pods", "-A", "--field-selector=status.phase=Running")["items"]
+    return sum(1 for p in pods if is_fractional(p))
+
+
 def deployment_tags(namespace: str) -> set[str]:
     deployments = kubectl_json("-n", namespace, "get", "deployments")["items"]
     images = [c["image"] for d in deployments for c in d["spec"]["template"]["spec"]["containers"]]
@@ -355,6 +361,63 @@ def bump(a100: Workspace, key: str, value: str) -> tuple[str, str]:
     return plan, a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=900).output
 
 
+CHART_BUMP = "v26.7.2"
+PIN_BUMPS = (
+    ("forks.kaiScheduler.commit", "5f0e2a7c1b9d4e6f8a0b2c4d6e8f0a1b3c5d7e9f"),
+    ("forks.gpuFractioning.commit", "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"),
+)
+
+
+def a_chart_bump_restarts_the_operands_and_reinstalls_no_driver(a100: Workspace, names: list[str]) -> set[str]:
+    """The pods the bump took away (the caller checks none of them is its own)."""
+    chart = a100.root / f"charts-{CHART_BUMP}" / "gpu-operator"
+    shutil.copytree(REPO / "standins/charts/gpu-operator", chart)
+    (chart / "Chart.yaml").write_text((chart / "Chart.yaml").read_text().replace("v26.7.1", CHART_BUMP))
+    drivers, plugins = driver_pods(), pod_images("gpu-operator", "app=nvidia-device-plugin-daemonset")
+    a100.pulumi("config", "set", "--path", "gpuOperator.chart.chart", str(chart.relative_to(a100.root)), stack="a100")
+    with watched() as timeline:
+        plan, up = bump(a100, "gpuOperator.chart.version", CHART_BUMP)
+    planned = f"GPU Operator chart v26.7.1 -> {CHART_BUMP}: operator roll and operand restart on each of 4 GPU nodes"
+    assert f"rollout plan: {planned}" in plan, plan
+    assert "driver rollout: " not in up, "the same driver: no node is reinstalled"
+    assert {n: p["metadata"]["uid"] for n, p in driver_pods().items()} == {
+        n: p["metadata"]["uid"] for n, p in drivers.items()
+    }
+    restarted = pod_images("gpu-operator", "app=nvidia-device-plugin-daemonset")
+    assert sorted(restarted) == sorted(names) and all(
+        restarted[n][0] != plugins[n][0] and restarted[n][1].endswith(f":{CHART_BUMP}") for n in names
+    ), f"every node's operands restarted on the new chart's versions: {restarted}"
+    assert CHART_BUMP in deployment_tags("gpu-operator"), "the operator rolled"
+    assert "GPU Operator ready: all 4 checks hold" in up
+    assert timeline.most_cordoned == 0, "a chart bump with the same driver cordons no node"
+    return {pod for pod, _, _ in timeline.gone}
+
+
+def a_pin_bump_rolls_kai_and_the_node_agents(a100: Workspace, names: list[str], key: str, commit: str) -> set[str]:
+    """One fork's pin bumped: both forks' images carry one tag, so KAI's Deployments and mpsd roll."""
+    config = json.loads(a100.pulumi("config", "get", "forks", stack="a100").stdout)
+    kai, fractioning = (config[fork]["commit"][:7] for fork in ("kaiScheduler", "gpuFractioning"))
+    was = f"smshare-{kai}-{fractioning}"
+    tag = f"smshare-{commit[:7]}-{fractioning}" if "kai" in key else f"smshare-{kai}-{commit[:7]}"
+    agents, fractional = pod_images("gpu-fractioning", "app.kubernetes.io/component=mpsd"), running_fractional_pods()
+    with watched() as timeline:
+        plan, up = bump(a100, key, commit)
+    assert f"rollout plan: KAI-Scheduler images {was} -> {tag}: control-plane roll" in plan, plan
+    agents_plan = f"gpu-fractioning images {was} -> {tag}: node-agent roll, mpsd and fractiond restart on each of 4"
+    assert f"rollout plan: {agents_plan} GPU nodes under {fractional} running fractional pods" in plan, plan
+    tags = deployment_tags("kai-scheduler")
+    assert tag in tags and was not in tags, f"KAI's Deployments rolled to {tag}: {tags}"
+    restarted = pod_images("gpu-fractioning", "app.kubernetes.io/component=mpsd")
+    assert sorted(restarted) == sorted(names) and all(
+        restarted[n][0] != agents[n][0] and restarted[n][1].endswith(f":{tag}") for n in names
+    ), f"mpsd restarted on every node on the new tag: {restarted}"
+    for gate in ("KAI-Scheduler ready: all", "gpu-fractioning node agents ready: all 6"):
+        assert gate in up, f"{gate} checks hold again after {key}"
+    assert "driver rollout: " not in up
+    assert timeline.most_cordoned == 0, "a pin bump cordons no node"
+    return {pod for pod, _, _ in timeline.gone}
+
+
 def test_a_chart_bump_and_each_fork_pin_bump_do_what_their_preview_planned(a100: Workspace) -> None:
     """Four GPU nodes serving fractional pods. A GPU Operator chart bump with the same driver rolls the
     operator and restarts the operands on every node, and reinstalls no driver; a KAI pin bump and a
@@ -363,74 +426,25 @@ def test_a_chart_bump_and_each_fork_pin_bump_do_what_their_preview_planned(a100:
     the gates after the step it changed, as its preview said."""
     names = [NODE, "gpu-node-1", "gpu-node-2", "gpu-node-3"]
     installed = kubectl_json("get", "clusterpolicy", "cluster-policy")["spec"]["driver"]["version"]
-    chart = a100.root / "charts-v26.7.2" / "gpu-operator"
-    shutil.copytree(REPO / "standins/charts/gpu-operator", chart)
-    manifest = (chart / "Chart.yaml").read_text().replace("v26.7.1", "v26.7.2")
-    (chart / "Chart.yaml").write_text(manifest)
-    with stand_in_operators(mpsd_stop=1), more_gpu_nodes(names[1:]):
-        wait_until(lambda: all(node_state(n)[0] == installed and mpsd_on(n) for n in names), 180, "four GPU nodes")
-        kubectl("create", "namespace", TEAM)
-        try:
-            pods = [fractional_pod(f"job-{n}", n) for n in names] + [reservation_pod(n) for n in names]
-            kubectl("apply", "-f", "-", input_text=yaml.safe_dump_all(pods))
-            ours = {f"{TEAM}/job-{n}" for n in names} | {f"kai-resource-reservation/gpu-reservation-{n}" for n in names}
-            drivers, plugins = driver_pods(), pod_images("gpu-operator", "app=nvidia-device-plugin-daemonset")
-
-            a100.pulumi(
-                "config", "set", "--path", "gpuOperator.chart.chart", "charts-v26.7.2/gpu-operator", stack="a100"
-            )
-            with watched() as timeline:
-                plan, up = bump(a100, "gpuOperator.chart.version", "v26.7.2")
-            assert (
-                "rollout plan: GPU Operator chart v26.7.1 -> v26.7.2: operator roll and operand restart on each of 4"
-                in plan
-            )
-            assert "driver rollout: " not in up, "the same driver: no node is reinstalled"
-            assert {n: p["metadata"]["uid"] for n, p in driver_pods().items()} == {
-                n: p["metadata"]["uid"] for n, p in drivers.items()
-            }
-            restarted = pod_images("gpu-operator", "app=nvidia-device-plugin-daemonset")
-            assert sorted(restarted) == sorted(names) and all(
-                restarted[n][0] != plugins[n][0] and restarted[n][1].endswith(":v26.7.2") for n in names
-            ), "every node's operands restarted on the new chart's versions"
-            assert deployment_tags("gpu-operator") >= {"v26.7.2"}, "the operator rolled"
-            assert "GPU Operator ready: all 4 checks hold" in up
-            assert timeline.most_cordoned == 0 and not ours & {pod for pod, _, _ in timeline.gone}
-
-            kai, fractioning = TAG.split("-")[1:]
-            for key, commit in (
-                ("forks.kaiScheduler.commit", "5f0e2a7c1b9d4e6f8a0b2c4d6e8f0a1b3c5d7e9f"),
-                ("forks.gpuFractioning.commit", "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"),
-            ):
-                was = f"smshare-{kai}-{fractioning}"
-                if key.startswith("forks.kai"):
-                    kai = commit[:7]
-                else:
-                    fractioning = commit[:7]
-                tag = f"smshare-{kai}-{fractioning}"
-                agents = pod_images("gpu-fractioning", "app.kubernetes.io/component=mpsd")
-                with watched() as timeline:
-                    plan, up = bump(a100, key, commit)
-                assert f"rollout plan: KAI-Scheduler images {was} -> {tag}: control-plane roll" in plan, plan
-                assert (
-                    f"rollout plan: gpu-fractioning images {was} -> {tag}: node-agent roll, mpsd and fractiond restart "
-                    "on each of 4 GPU nodes under 6 running fractional pods"  # the 4 jobs and the 2 smoke pods
-                ) in plan, plan
-                tags = deployment_tags("kai-scheduler")
-                assert tag in tags and was not in tags, f"KAI's Deployments rolled to {tag}: {tags}"
-                restarted = pod_images("gpu-fractioning", "app.kubernetes.io/component=mpsd")
-                assert sorted(restarted) == sorted(names) and all(
-                    restarted[n][0] != agents[n][0] and restarted[n][1].endswith(f":{tag}") for n in names
-                ), f"mpsd restarted on every node on the new tag: {restarted}"
-                for gate in ("KAI-Scheduler ready: all", "gpu-fractioning node agents ready: all 6"):
-                    assert gate in up, f"{gate} checks hold again after {key}"
-                assert "driver rollout: " not in up
-                assert timeline.most_cordoned == 0, "a pin bump cordons no node"
-                assert not ours & {pod for pod, _, _ in timeline.gone}, "and drains no fractional pod"
-        finally:
-            kubectl("delete", "namespace", TEAM, "--wait=true", "--ignore-not-found")
-    wait_until(lambda: mpsd_nodes() == [NODE], 120, "mpsd gone with the removed nodes")
-    kubectl("-n", "kube-system", "delete", "configmap", RECORD, "--ignore-not-found")
+    ours = {f"{TEAM}/job-{n}" for n in names} | {f"kai-resource-reservation/gpu-reservation-{n}" for n in names}
+    try:
+        with stand_in_operators(mpsd_stop=1), more_gpu_nodes(names[1:]):
+            wait_until(lambda: all(node_state(n)[0] == installed and mpsd_on(n) for n in names), 180, "4 GPU nodes")
+            kubectl("create", "namespace", TEAM)
+            try:
+                pods = [fractional_pod(f"job-{n}", n) for n in names] + [reservation_pod(n) for n in names]
+                kubectl("apply", "-f", "-", input_text=yaml.safe_dump_all(pods))
+                gone = a_chart_bump_restarts_the_operands_and_reinstalls_no_driver(a100, names)
+                assert not ours & gone, f"a chart bump drained {sorted(ours & gone)}"
+                for key, commit in PIN_BUMPS:
+                    gone = a_pin_bump_rolls_kai_and_the_node_agents(a100, names, key, commit)
+                    assert not ours & gone, f"{key} drained {sorted(ours & gone)}"
+            finally:
+                kubectl("delete", "namespace", TEAM, "--wait=true", "--ignore-not-found")
+        wait_until(lambda: mpsd_nodes() == [NODE], 120, "mpsd gone with the removed nodes")
+    finally:
+        # mpsd restarted under the bumps: forget those stops for destroy's check, whatever happened.
+        kubectl("-n", "kube-system", "delete", "configmap", RECORD, "--ignore-not-found")
 
 
 def test_the_stack_passes_the_policy_pack(a100: Workspace) -> None:
