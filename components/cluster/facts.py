@@ -73,6 +73,9 @@ class ClusterFacts:
     runtime_classes: dict[str, str]
     cluster_policy_version: str | None
     can_create: dict[str, bool]
+    # The ClusterPolicy's status.state: "ready", "notReady", or None when there is none or it has
+    # not been reconciled yet.
+    cluster_policy_state: str | None = None
 
 
 # ---------------------------------------------------------------- pure parsing of API objects
@@ -114,6 +117,14 @@ def cluster_policy_version(items: Iterable[Mapping[str, Any]]) -> str | None:
         version = ((item.get("metadata") or {}).get("labels") or {}).get(VERSION_LABEL)
         if version:
             return str(version)
+    return None
+
+
+def cluster_policy_state(items: Iterable[Mapping[str, Any]]) -> str | None:
+    """The state the GPU Operator wrote on its ClusterPolicy; None when there is none or no state yet."""
+    for item in items:
+        state = (item.get("status") or {}).get("state")
+        return str(state) if state else None
     return None
 
 
@@ -185,5 +196,6 @@ def collect_cluster_facts(cluster: Cluster, read_host: HostFactsReader | None = 
         gpu_nodes=nodes,
         runtime_classes=runtime_class_handlers(cluster.list_runtime_classes()),
         cluster_policy_version=cluster_policy_version(policies),
+        cluster_policy_state=cluster_policy_state(policies),
         can_create={resource: cluster.can_create(group, resource) for resource, group in ADMIN_RESOURCES.items()},
     )

@@ -154,8 +154,16 @@ def _labels_come_later(facts: ClusterFacts, expectations: Expectations) -> str |
     """Why missing GPU labels are expected now, if this stack is what will set them."""
     if expectations.stack_labels_gpu_nodes:
         return "this stack installs nvml-mock and labels the lab's GPU nodes"
-    if expectations.stack_installs_gpu_operator and facts.cluster_policy_version is None:
+    if not expectations.stack_installs_gpu_operator:
+        return None
+    if facts.cluster_policy_version is None:
         return "GPU Feature Discovery sets it once the GPU Operator this stack installs runs; verify after install"
+    if facts.cluster_policy_state != "ready":
+        # An install that stopped at the GPU Operator's gate, run again while the driver still loads.
+        return (
+            "GPU Feature Discovery sets it once the GPU Operator this stack installs is ready (its ClusterPolicy is "
+            f"{facts.cluster_policy_state or 'not reconciled yet'}); the GPU Operator's gate waits for it"
+        )
     return None
 
 

@@ -280,15 +280,24 @@ def test_a_preinstalled_old_driver_fails_even_when_the_stack_installs_one() -> N
     assert (finding.outcome, "preinstalled" in finding.detail) == ("fail", True), "a host driver is in the way"
 
 
-def test_missing_labels_before_the_stack_installs_the_gpu_operator_are_not_checked_rather_than_failed() -> None:
+def test_missing_labels_before_the_stack_installed_gpu_operator_is_ready_are_not_checked_rather_than_failed() -> None:
     installs = replace(FORK, stack_installs_gpu_operator=True, stack_creates_runtime_class=True)
     bare = replace(prepared_node(), labels={"kubernetes.io/hostname": "gpu-node-0"})
     fresh = prepared(bare, cluster_policy_version=None)
     findings = evaluate(fresh, installs, DEFAULTS)
     assert only(findings, "gpu-memory-label").outcome == "not-checked", "GFD sets it after this stack's install"
-    running = prepared(bare, cluster_policy_version="v26.7.1")
+    loading = prepared(bare, cluster_policy_version="v26.7.1", cluster_policy_state="notReady")
+    finding = only(evaluate(loading, installs, DEFAULTS), "gpu-memory-label")
+    assert (finding.outcome, "ClusterPolicy is notReady" in finding.detail) == ("not-checked", True), (
+        "an up run again after one that stopped at the GPU Operator's gate: the gate waits for the labels"
+    )
+    running = prepared(bare, cluster_policy_version="v26.7.1", cluster_policy_state="ready")
     assert only(evaluate(running, installs, DEFAULTS), "gpu-memory-label").outcome == "fail", (
-        "once the operator runs, a missing label is a failure"
+        "once the operator is ready, a missing label is a failure"
+    )
+    cluster_own = replace(installs, stack_installs_gpu_operator=False)
+    assert only(evaluate(loading, cluster_own, DEFAULTS), "gpu-memory-label").outcome == "fail", (
+        "a GPU Operator this stack does not install is the cluster's: no gate of ours waits for it"
     )
 
 
@@ -597,7 +606,10 @@ def prepared_cluster(nodes: list[dict[str, Any]], denied: frozenset[str] = froze
     cluster = PreparedCluster(denied={(ADMIN_RESOURCES[resource], resource) for resource in denied})
     cluster.put("nodes", *nodes)
     cluster.put("runtimeclasses.node.k8s.io", {"metadata": {"name": "nvidia"}, "handler": "nvidia"})
-    policy = {"metadata": {"name": "cluster-policy", "labels": {"app.kubernetes.io/version": "v26.7.1"}}}
+    policy = {
+        "metadata": {"name": "cluster-policy", "labels": {"app.kubernetes.io/version": "v26.7.1"}},
+        "status": {"state": "notReady"},
+    }
     cluster.put("clusterpolicies.nvidia.com", policy)
     return cluster
 
@@ -609,6 +621,7 @@ def test_collected_facts_include_host_facts_when_a_runner_is_given() -> None:
     assert facts.gpu_nodes[0].host == prepared_host(), "the runner's report becomes HostFacts"
     assert facts.can_create["namespaces"] is False, "each right is asked separately"
     assert (facts.cluster_policy_version, facts.runtime_classes) == ("v26.7.1", {"nvidia": "nvidia"})
+    assert facts.cluster_policy_state == "notReady", "the state the operator wrote in the ClusterPolicy's status"
 
 
 def test_a_failing_runner_becomes_an_error_not_an_exception() -> None:
