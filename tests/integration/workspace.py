@@ -115,14 +115,20 @@ class Workspace:
 
     def new_stack(self, stack: str, config: dict[str, Any], secrets: dict[str, str] | None = None) -> None:
         self.pulumi("stack", "init", stack)
-        stack_file = self.root / f"Pulumi.{stack}.yaml"
-        current = yaml.safe_load(stack_file.read_text()) if stack_file.exists() else {}
-        current["config"] = {f"{PROJECT}:{key}": value for key, value in config.items()}
-        stack_file.write_text(yaml.safe_dump(current))
+        self.write_config(stack, config)
         for key, value in (secrets or {}).items():
             path = ["--path"] if "." in key else []
             # The value on stdin: a multi-line kubeconfig does not fit an argument well.
             self.pulumi("config", "set", "--secret", *path, key, stack=stack, input_text=value)
+
+    def write_config(self, stack: str, config: dict[str, Any]) -> None:
+        """The stack's plaintext config replaced by `config`, as an edit of its stack file; the
+        top-level keys stored with `--secret` stay as they were."""
+        stack_file = self.root / f"Pulumi.{stack}.yaml"
+        current = yaml.safe_load(stack_file.read_text()) if stack_file.exists() else {}
+        secrets = {k: v for k, v in (current.get("config") or {}).items() if isinstance(v, dict) and "secure" in v}
+        current["config"] = {**{f"{PROJECT}:{key}": value for key, value in config.items()}, **secrets}
+        stack_file.write_text(yaml.safe_dump(current))
 
     def kill_strays(self) -> list[int]:
         """Kills what a killed `pulumi` run left running for this project and waits until it is gone,
