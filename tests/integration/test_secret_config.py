@@ -8,6 +8,12 @@ Each key gets a value the program passes on (a probe): a string found anywhere i
 number found as a number. `profile` has none ("fork" is in many names, and the graph itself shows
 the profile) and `preflight` reaches no resource (preflight only reads the cluster); both are still
 stored as secrets in turn, and the stack must keep working.
+
+A key with a text probe shares its round with one whose probe is a number (or who has none): the two
+cannot hide each other's leak, since the program keeps a string secret by the secret texts it
+contains (a text under six characters, as a number's is, only as a whole value) and a number by its
+value (components/config/secrets.py). Two text probes never share a round: one image reference holds
+both the registry and the tag, and either would keep it secret for the other.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -88,28 +95,35 @@ def with_keys(base: dict[str, Any], keys: dict[str, tuple[Any, str | int | None]
 PATH_LEAF = {"cluster": "kubeconfig"}
 
 
-def store(workspace: Workspace, stack: str, config: dict[str, Any], secret: str, leaf: str | None) -> None:
-    """The stack's config in plaintext, but `secret`: stored whole with `--secret` (a JSON text for
-    a section, as users store an object), or the rest of it in plaintext and `leaf` with
-    `--secret --path` (a number as its plain decimal text, which the model reads)."""
+Round = list[tuple[str, str | None]]
+"""The keys stored as secrets in one round: each whole (None) or one leaf of it by path."""
+
+
+def store(workspace: Workspace, stack: str, config: dict[str, Any], secrets: Round) -> None:
+    """The stack's config in plaintext, but the round's keys: each stored whole with `--secret` (a
+    JSON text for a section, as users store an object), or the rest of it in plaintext and its leaf
+    with `--secret --path` (a number as its plain decimal text, which the model reads)."""
     stack_file = workspace.root / f"Pulumi.{stack}.yaml"
     current = yaml.safe_load(stack_file.read_text())
-    value = config[secret]
-    # The program refuses a registryPassword that is not stored as a secret: it is one in every round.
-    plain = {key: v for key, v in config.items() if key not in (secret, "registryPassword")}
-    if leaf is not None:
-        plain[secret] = {k: v for k, v in value.items() if k != leaf}
-    current["config"] = {f"{PROJECT}:{key}": v for key, v in plain.items()}
+    # The program refuses a registryPassword that is not stored as a secret: it is one in every round,
+    # stored once by the fixture and kept, unless the round stores it again.
+    password = f"{PROJECT}:registryPassword"
+    kept = {password: current["config"][password]} if password in current["config"] else {}
+    keys = {secret for secret, _ in secrets} | {"registryPassword"}
+    plain = {key: v for key, v in config.items() if key not in keys}
+    for secret, leaf in secrets:
+        if leaf is not None:
+            plain[secret] = {k: v for k, v in config[secret].items() if k != leaf}
+    current["config"] = {**{f"{PROJECT}:{key}": v for key, v in plain.items()}, **kept}
     stack_file.write_text(yaml.safe_dump(current))
-    if leaf is not None:
-        text = value[leaf] if isinstance(value[leaf], str) else json.dumps(value[leaf])
-        workspace.pulumi("config", "set", "--secret", "--path", f"{secret}.{leaf}", text, stack=stack)
-    else:
-        text = value if isinstance(value, str) else json.dumps(value)
-        workspace.pulumi("config", "set", "--secret", secret, stack=stack, input_text=text)
-    if secret != "registryPassword" and "registryPassword" in config:
-        password = config["registryPassword"]
-        workspace.pulumi("config", "set", "--secret", "registryPassword", stack=stack, input_text=password)
+    for secret, leaf in secrets:
+        value = config[secret]
+        if leaf is not None:
+            text = value[leaf] if isinstance(value[leaf], str) else json.dumps(value[leaf])
+            workspace.pulumi("config", "set", "--secret", "--path", f"{secret}.{leaf}", text, stack=stack)
+        else:
+            text = value if isinstance(value, str) else json.dumps(value)
+            workspace.pulumi("config", "set", "--secret", secret, stack=stack, input_text=text)
 
 
 def plaintexts(value: Any) -> Iterator[Any]:
@@ -136,17 +150,17 @@ def found(probe: str | int, values: Iterator[Any]) -> bool:
 OLD_VALUE_TURNED_SECRET = re.compile(r'"[^"\n]*"\s*=>\s*\[secret\]')
 
 
-def leaks(workspace: Workspace, stack: str, probe: str | int, update_output: str) -> list[str]:
-    """Where the probe shows in plaintext after an update."""
+def leaks(
+    workspace: Workspace, stack: str, exported: dict[str, Any], probe: str | int, update_output: str
+) -> list[str]:
+    """Where the probe shows in plaintext after an update. The stack's outputs are its root resource's
+    outputs in the exported state: what `pulumi stack output` shows."""
     where = []
-    exported = json.loads(workspace.pulumi("stack", "export", stack=stack).stdout)
-    resources = exported["deployment"]["resources"]
-    for resource in resources:
+    for resource in exported["deployment"]["resources"]:
         for part in ("inputs", "outputs"):
             if found(probe, plaintexts(resource.get(part, {}))):
-                where.append(f"state: {resource['urn']} {part}")
-    if found(probe, plaintexts(workspace.outputs(stack))):
-        where.append("stack outputs")
+                stack_outputs = resource["type"] == "pulumi:pulumi:Stack" and part == "outputs"
+                where.append("stack outputs" if stack_outputs else f"state: {resource['urn']} {part}")
     if isinstance(probe, str):
         # The stack's current checkpoint: the backend's history and backups keep the rounds before.
         current = [p for p in workspace.state_files() if p.name == f"{stack}.json" and "stacks" in p.parts]
@@ -161,26 +175,39 @@ def leaks(workspace: Workspace, stack: str, probe: str | int, update_output: str
     return where
 
 
-def check_each_key(
-    workspace: Workspace, stack: str, config: dict[str, Any], keys: dict[str, tuple[Any, str | int | None]]
-) -> None:
-    problems = []
+def rounds(config: dict[str, Any], keys: dict[str, tuple[Any, str | int | None]]) -> list[Round]:
+    """Each key whole, and by one leaf's path where that leaf is a scalar (`config set --path` stores
+    text: a list or section would arrive as its JSON text); a text probe's round shared with a number
+    probe's or a probe-less key's."""
+    texts: Round = []
+    others: Round = []
     for secret, (value, probe) in keys.items():
         leaves: list[str | None] = [None]
         if isinstance(value, dict):
             leaf = PATH_LEAF.get(secret, next(iter(value)))
-            # `config set --path` stores text: a list or section would arrive as its JSON text.
             if not isinstance(config[secret][leaf], dict | list):
                 leaves.append(leaf)
-        for leaf in leaves:
-            store(workspace, stack, config, secret, leaf)
-            update = workspace.pulumi("up", "--yes", "--skip-preview", stack=stack, check=False, timeout=1200)
-            how = f"by path {secret}.{leaf}" if leaf else "whole"
-            if update.returncode != 0:
-                problems.append(f"{secret} ({how}): the update failed:\n{update.output[-3000:]}")
-                continue
-            if probe is not None:
-                problems += [f"{secret} ({how}): {where}" for where in leaks(workspace, stack, probe, update.output)]
+        (texts if isinstance(probe, str) else others).extend((secret, leaf) for leaf in leaves)
+    return [[pair for pair in both if pair is not None] for both in zip_longest(texts, others)]
+
+
+def check_each_key(
+    workspace: Workspace, stack: str, config: dict[str, Any], keys: dict[str, tuple[Any, str | int | None]]
+) -> None:
+    problems = []
+    for secrets in rounds(config, keys):
+        store(workspace, stack, config, secrets)
+        update = workspace.pulumi("up", "--yes", "--skip-preview", stack=stack, check=False, timeout=1200)
+        hows = {secret: f"by path {secret}.{leaf}" if leaf else "whole" for secret, leaf in secrets}
+        if update.returncode != 0:
+            stored = ", ".join(f"{secret} ({how})" for secret, how in hows.items())
+            problems.append(f"{stored}: the update failed:\n{update.output[-3000:]}")
+            continue
+        exported = json.loads(workspace.pulumi("stack", "export", stack=stack).stdout)
+        for secret, how in hows.items():
+            if (probe := keys[secret][1]) is not None:
+                found_at = leaks(workspace, stack, exported, probe, update.output)
+                problems += [f"{secret} ({how}): {where}" for where in found_at]
     assert problems == [], "\n".join(problems)
 
 
