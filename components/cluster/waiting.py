@@ -85,9 +85,9 @@ class Outcome(Protocol):
 Attempt = TypeVar("Attempt", bound=Outcome)
 
 
-def wait_for(clock: Clock, deadline: float, probe: Callable[[], Any]) -> Any:
+def wait_for(clock: Clock, deadline: float, probe: Callable[[], Any], delays: Iterator[float] | None = None) -> Any:
     """What `probe` finds (not None) by the deadline; None if it found nothing by then."""
-    return poll(probe, lambda found: found is not None, Deadline(clock, deadline))
+    return poll(probe, lambda found: found is not None, Deadline(clock, deadline), delays)
 
 
 def retry(clock: Clock, seconds: float, attempt: Callable[[], Attempt]) -> Attempt:

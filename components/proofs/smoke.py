@@ -12,7 +12,7 @@ from components.cluster.results import (
     guarded,
     phase,
 )
-from components.cluster.waiting import Clock, retry, wait_for
+from components.cluster.waiting import Clock, poll_delays, retry, wait_for
 from components.config.model import SmokeTestConfig
 from components.proofs.smoke_decisions import (
     DEVICE_QUERY_IMAGE,
@@ -171,7 +171,9 @@ def measure_sm_share(cluster: Cluster, spec: SmokeSpec, node: str, clock: Clock,
     cluster.create_pod(spec.namespace, manifest)
     try:
         deadline = clock.now() + spec.timeout_seconds
-        finished = wait_for(clock, deadline, lambda: _finished(cluster.read_pod(spec.namespace, pod)))
+        # deviceQuery is done within a second of its start: look soon, then back off.
+        delays = poll_delays(first=0.1, steady_for=0.0)
+        finished = wait_for(clock, deadline, lambda: _finished(cluster.read_pod(spec.namespace, pod)), delays)
         if finished is None:
             events = cluster.events_for(spec.namespace, pod)[-1:]
             return CheckResult(
