@@ -26,8 +26,9 @@ DEFAULTS = {
     "kai-operator": 2.0,
     # From the default GpuFractioningConfig to its DaemonSets.
     "gpu-fractioning": 2.0,
-    # From an mpsd pod's deletion to its exit (the real daemon takes about a minute).
-    "mpsd-stop": 8.0,
+    # From an mpsd pod's deletion to its exit (the real daemon takes about a minute; every destroy
+    # waits this out, so the default is short, and the driver rollout benchmark sets its own).
+    "mpsd-stop": 3.0,
     # From the old driver unloaded to the new one loaded on a node (the real build takes minutes).
     "driver-install": 1.0,
     # From an nvml-mock pod running to its node labelled gpu.present.
