@@ -74,7 +74,7 @@ def evaluate(facts: ClusterFacts, expectations: Expectations, config: PreflightC
             _nri_socket(node),
             _driver_version(node, expectations),
             _mps_namespace(node, expectations),
-            _fabricmanager(node, expectations, operator_runs=facts.cluster_policy_version is not None),
+            _fabricmanager(node, expectations, operator_ready=facts.cluster_policy_state == "ready"),
             _mpsd_memory(node, expectations),
         ]
     warn_only = set(config.warn_only)
@@ -274,7 +274,7 @@ def _mps_namespace(node: NodeFacts, expectations: Expectations) -> Finding:
     return Finding(check, _node(node), "fail", detail, FIXES[check])
 
 
-def _fabricmanager(node: NodeFacts, expectations: Expectations, operator_runs: bool) -> Finding:
+def _fabricmanager(node: NodeFacts, expectations: Expectations, operator_ready: bool) -> Finding:
     check: CheckId = "fabricmanager"
     host = node.host
     if host is not None and host.nvswitch is False:
@@ -285,11 +285,12 @@ def _fabricmanager(node: NodeFacts, expectations: Expectations, operator_runs: b
         return _not_checked(check, node, "whether this NVSwitch node runs Fabric Manager")
     if host.fabricmanager_active:
         return Finding(check, _node(node), "pass", "NVSwitch node with nvidia-fabricmanager active")
-    if expectations.stack_installs_driver and not operator_runs:
+    if expectations.stack_installs_driver and not operator_ready:
+        # Before the install, or an up run again while the driver still loads (its gate waits).
         return Finding(
             check, _node(node), "pass", "NVSwitch node: the GPU Operator driver this stack installs runs Fabric Manager"
         )
-    # Once the operator's driver runs, its Fabric Manager should too: inactive is a real fault.
+    # Once the operator is ready, its driver's Fabric Manager should run too: inactive is a real fault.
     return Finding(check, _node(node), "fail", "NVSwitch node without an active nvidia-fabricmanager", FIXES[check])
 
 

@@ -197,14 +197,18 @@ def test_an_nvswitch_node_without_fabricmanager_fails_but_a_node_without_nvswitc
     )
 
 
-def test_fabricmanager_down_is_excused_only_until_the_driver_this_stack_installs_runs() -> None:
+def test_fabricmanager_down_is_excused_only_until_the_gpu_operator_this_stack_installs_is_ready() -> None:
     stopped = prepared_node(host=replace(prepared_host(), fabricmanager_active=False))
     installs = replace(FORK, stack_installs_gpu_operator=True, stack_installs_driver=True)
     before = prepared(stopped, cluster_policy_version=None)
     assert only(evaluate(before, installs, DEFAULTS), "fabricmanager").outcome == "pass", "it comes with the driver"
-    after_install = prepared(stopped)
+    loading = prepared(stopped, cluster_policy_state="notReady")
+    assert only(evaluate(loading, installs, DEFAULTS), "fabricmanager").outcome == "pass", (
+        "an up run again after one that stopped at the GPU Operator's gate: the driver still loads"
+    )
+    after_install = prepared(stopped, cluster_policy_state="ready")
     assert only(evaluate(after_install, installs, DEFAULTS), "fabricmanager").outcome == "fail", (
-        "the operator's driver runs, so its Fabric Manager should: down is a fault"
+        "the operator is ready, so its driver's Fabric Manager should run: down is a fault"
     )
 
 
