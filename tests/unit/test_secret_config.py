@@ -189,3 +189,27 @@ def test_a_pods_status_which_repeats_its_spec_is_stored_as_a_secret(run_program:
         assert secret_at(pod.sent, "spec", "containers", 0, "image"), "the image itself"
         assert not is_secret(pod.sent["spec"]), "args objects are protected field by field: the rest stays readable"
         assert pod.sent["spec"]["runtimeClassName"] == "nvidia"
+
+
+@pytest.mark.parametrize("profile", ["fork", "lab"])
+def test_the_integration_rounds_store_each_key_once_and_never_two_text_probes_together(
+    profile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/integration/test_secret_config.py pairs its rounds: each key, whole and by path, in one
+    round; a round holds at most one text probe (two could hide each other's leak) and a key once."""
+    from tests.integration.test_dev_stack import dev_config
+    from tests.integration.test_fork_stack import a100_config
+    from tests.integration.test_secret_config import FORK_KEYS, LAB_KEYS, rounds, with_keys
+
+    monkeypatch.setenv("KUBECONFIG", "/home/user/.kube/config")  # the lab's config reads it
+    keys = FORK_KEYS if profile == "fork" else LAB_KEYS
+    base = a100_config() if profile == "fork" else dev_config()
+    base["cluster"] = {"kubeconfig": "/home/user/.kube/config"}
+    stored = rounds(with_keys(base, keys), keys)
+    flat = [pair for one in stored for pair in one]
+    assert len(flat) == len(set(flat)), "each key whole or by path once"
+    assert {key for key, leaf in flat if leaf is None} == set(keys), "every key whole"
+    assert len(stored) < len(flat), "rounds are shared"
+    for one in stored:
+        texts = [key for key, _ in one if isinstance(keys[key][1], str)]
+        assert len(texts) <= 1 and len({key for key, _ in one}) == len(one), one
