@@ -18,6 +18,7 @@ from components.cluster.protocol import Cluster
 from components.vocabulary.nvidia import (
     CLUSTER_POLICY_GROUP,
     CLUSTER_POLICY_PLURAL,
+    CLUSTER_POLICY_READY,
     CLUSTER_POLICY_VERSION,
     GPU_COUNT_LABEL,
     GPU_PRESENT_LABEL,
@@ -77,6 +78,10 @@ class ClusterFacts:
     # not been reconciled yet.
     cluster_policy_state: str | None = None
 
+    @property
+    def gpu_operator_ready(self) -> bool:
+        return self.cluster_policy_state == CLUSTER_POLICY_READY
+
 
 # ---------------------------------------------------------------- pure parsing of API objects
 
@@ -122,10 +127,9 @@ def cluster_policy_version(items: Iterable[Mapping[str, Any]]) -> str | None:
 
 def cluster_policy_state(items: Iterable[Mapping[str, Any]]) -> str | None:
     """The state the GPU Operator wrote on its ClusterPolicy; None when there is none or no state yet."""
-    for item in items:
-        state = (item.get("status") or {}).get("state")
-        return str(state) if state else None
-    return None
+    first = next(iter(items), None)
+    state = ((first or {}).get("status") or {}).get("state")
+    return str(state) if state else None
 
 
 _QUANTITY = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*$")

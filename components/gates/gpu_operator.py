@@ -17,6 +17,7 @@ from components.gates.spec import GateSpec
 from components.vocabulary.nvidia import (
     CLUSTER_POLICY_GROUP,
     CLUSTER_POLICY_PLURAL,
+    CLUSTER_POLICY_READY,
     CLUSTER_POLICY_VERSION,
     DRIVER_FULL_LABEL,
     GPU_MEMORY_LABEL,
@@ -37,7 +38,7 @@ def decide_cluster_policy(policies: Sequence[Json], namespace: str) -> CheckResu
         return CheckResult(check, False, f"no ClusterPolicy yet: the chart creates cluster-policy ({look})")
     policy = min(policies, key=lambda p: str(p["metadata"].get("creationTimestamp", "")))
     state = (policy.get("status") or {}).get("state")
-    if state == "ready":
+    if state == CLUSTER_POLICY_READY:
         return CheckResult(check, True, f"ClusterPolicy {name(policy)} is ready")
     error = conditions(policy).get("Error") or {}
     why = f": {error.get('message')}" if error.get("status") == "True" and error.get("message") else ""

@@ -74,7 +74,7 @@ def evaluate(facts: ClusterFacts, expectations: Expectations, config: PreflightC
             _nri_socket(node),
             _driver_version(node, expectations),
             _mps_namespace(node, expectations),
-            _fabricmanager(node, expectations, operator_ready=facts.cluster_policy_state == "ready"),
+            _fabricmanager(node, expectations, operator_ready=facts.gpu_operator_ready),
             _mpsd_memory(node, expectations),
         ]
     warn_only = set(config.warn_only)
@@ -158,7 +158,7 @@ def _labels_come_later(facts: ClusterFacts, expectations: Expectations) -> str |
         return None
     if facts.cluster_policy_version is None:
         return "GPU Feature Discovery sets it once the GPU Operator this stack installs runs; verify after install"
-    if facts.cluster_policy_state != "ready":
+    if not facts.gpu_operator_ready:
         # An install that stopped at the GPU Operator's gate, run again while the driver still loads.
         return (
             "GPU Feature Discovery sets it once the GPU Operator this stack installs is ready (its ClusterPolicy is "

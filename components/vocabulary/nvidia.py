@@ -30,6 +30,9 @@ GPU_RESOURCE_PATTERN = r"^nvidia[.]com/(gpu|mig-)"
 NVIDIA_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 
 CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL = "nvidia.com", "v1", "clusterpolicies"
+# The ClusterPolicy's status.state once every operand is ready; `notReady` until then
+# (../shared/reference/upstream-facts.md, GPU Operator readiness).
+CLUSTER_POLICY_READY = "ready"
 
 # The GPU Operator's per-node driver upgrade state (k8s-operator-libs pkg/upgrade consts.go, driver name
 # `gpu`): absent or upgrade-done when the node is not in an upgrade
