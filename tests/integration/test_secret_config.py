@@ -31,7 +31,7 @@ import yaml
 
 from tests.integration.conftest import leftovers
 from tests.integration.test_fork_stack import a100_config
-from tests.integration.workspace import PROJECT, Workspace
+from tests.integration.workspace import Workspace
 
 pytestmark = pytest.mark.integration
 
@@ -103,19 +103,14 @@ def store(workspace: Workspace, stack: str, config: dict[str, Any], secrets: Rou
     """The stack's config in plaintext, but the round's keys: each stored whole with `--secret` (a
     JSON text for a section, as users store an object), or the rest of it in plaintext and its leaf
     with `--secret --path` (a number as its plain decimal text, which the model reads)."""
-    stack_file = workspace.root / f"Pulumi.{stack}.yaml"
-    current = yaml.safe_load(stack_file.read_text())
     # The program refuses a registryPassword that is not stored as a secret: it is one in every round,
     # stored once by the fixture and kept, unless the round stores it again.
-    password = f"{PROJECT}:registryPassword"
-    kept = {password: current["config"][password]} if password in current["config"] else {}
     keys = {secret for secret, _ in secrets} | {"registryPassword"}
     plain = {key: v for key, v in config.items() if key not in keys}
     for secret, leaf in secrets:
         if leaf is not None:
             plain[secret] = {k: v for k, v in config[secret].items() if k != leaf}
-    current["config"] = {**{f"{PROJECT}:{key}": v for key, v in plain.items()}, **kept}
-    stack_file.write_text(yaml.safe_dump(current))
+    workspace.write_config(stack, plain, keep={"registryPassword"})
     for secret, leaf in secrets:
         value = config[secret]
         if leaf is not None:

@@ -7,7 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -121,12 +121,17 @@ class Workspace:
             # The value on stdin: a multi-line kubeconfig does not fit an argument well.
             self.pulumi("config", "set", "--secret", *path, key, stack=stack, input_text=value)
 
-    def write_config(self, stack: str, config: dict[str, Any]) -> None:
+    def write_config(self, stack: str, config: dict[str, Any], keep: Collection[str] | None = None) -> None:
         """The stack's plaintext config replaced by `config`, as an edit of its stack file; the
-        top-level keys stored with `--secret` stay as they were."""
+        top-level keys stored with `--secret` stay as they were (only those in `keep`, when given)."""
         stack_file = self.root / f"Pulumi.{stack}.yaml"
         current = yaml.safe_load(stack_file.read_text()) if stack_file.exists() else {}
-        secrets = {k: v for k, v in (current.get("config") or {}).items() if isinstance(v, dict) and "secure" in v}
+        kept = {f"{PROJECT}:{key}" for key in keep} if keep is not None else None
+        secrets = {
+            k: v
+            for k, v in (current.get("config") or {}).items()
+            if isinstance(v, dict) and "secure" in v and (kept is None or k in kept)
+        }
         current["config"] = {**{f"{PROJECT}:{key}": value for key, value in config.items()}, **secrets}
         stack_file.write_text(yaml.safe_dump(current))
 
