@@ -44,6 +44,8 @@ name: kai-gpu-fractions
 runtime:
   name: python
   options: {toolchain: pip, virtualenv: $venv}
+plugins:
+  providers: [{name: kai-gpu-fractions, path: $KGF_REPO/provider}]
 YAML
 # The lab on an existing cluster (the local control plane, whose fake GPU node gpu-node-0 kwok
 # runs) instead of kind. Its proof needs KAI's queue accounting and the isolator's webhook, which

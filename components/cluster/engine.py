@@ -1,6 +1,12 @@
-"""How a check runs inside the Pulumi engine: as a dynamic resource whose inputs are its cluster
-access and its spec, whose outputs are its results and report, and whose failures reach the
-operator as findings rather than crashes. The gates, the proofs and the teardown waits stand on it.
+"""How a check runs inside the Pulumi engine: as a resource of this package's own provider plugin
+(provider/, served by components/plugin.py) whose inputs are its cluster access and its spec, whose
+outputs are its results and report, and whose failures reach the operator as findings rather than
+crashes. The gates, the proofs and the teardown waits stand on it.
+
+Stacks deployed before the plugin hold these resources as Python dynamic resources, whose providers
+are pickled into the state by module path (components/checks/). Each resource names that type as an
+alias, and the plugin answers that replacing the dynamic provider replaces nothing, so the next `up`
+moves them to the plugin as they are: no check runs again, no destroy-time wait runs.
 """
 
 from __future__ import annotations
@@ -9,18 +15,21 @@ import dataclasses
 import sys
 import traceback
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 from pydantic import TypeAdapter, ValidationError
 
 from components.cluster.client import KubeClient
 from components.cluster.results import CheckResult, ReportedFailure, format_results, raise_on_failure
 
 Spec = TypeVar("Spec")
+
+PACKAGE = "kai-gpu-fractions"
 
 # Inputs that only say how to reach the cluster: a change of them alone is no change of the resource.
 ACCESS_KEYS = frozenset({"__provider", "kubeconfig", "context"})
@@ -53,13 +62,46 @@ def spec_from_props(spec_type: type[Spec], props: Mapping[str, Any]) -> Spec:
     return TypeAdapter(spec_type).validate_python({k: v for k, v in props.items() if k in names})
 
 
-def with_secret_kubeconfig(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
-    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]))
+def resource_type(kind: str) -> str:
+    return f"{PACKAGE}:index:{kind}"
 
 
-def progress_to_stderr(line: str) -> None:
-    """The engine shows a dynamic provider's stderr as it comes, under the stack's diagnostics."""
+def dynamic_type(kind: str) -> str:
+    """The type a stack deployed before the plugin holds the resource under."""
+    return f"pulumi-python:dynamic/{PACKAGE}:{kind}"
+
+
+class PackageResource(pulumi.CustomResource):
+    """A resource whose create, update and delete the plugin runs with `handler`, a provider with
+    the interface of a Python dynamic provider (which is how older stacks still load it)."""
+
+    kind: ClassVar[str]
+    handler: ClassVar[type[ResourceProvider]]
+
+    def __init_subclass__(cls, *, handler: type[ResourceProvider] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if handler is not None:
+            cls.kind, cls.handler = cls.__name__, handler
+
+    def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None) -> None:
+        moved = pulumi.ResourceOptions(
+            additional_secret_outputs=["kubeconfig"], aliases=[pulumi.Alias(type_=dynamic_type(self.kind))]
+        )
+        super().__init__(resource_type(self.kind), name, props, pulumi.ResourceOptions.merge(opts, moved))
+
+
+def _to_stderr(line: str) -> None:
+    # The engine shows a dynamic provider's stderr as it comes, under the stack's diagnostics.
     print(line, file=sys.stderr, flush=True)
+
+
+# Where a running check's progress goes. The engine hides a provider plugin's output, so the plugin
+# points this at the engine's log, under the resource; a stack's dynamic providers write to stderr.
+progress_sink: ContextVar[Callable[[str], None]] = ContextVar("progress_sink", default=_to_stderr)
+
+
+def show_progress(line: str) -> None:
+    progress_sink.get()(line)
 
 
 def report_failures_without_traceback() -> None:
@@ -125,21 +167,14 @@ class CheckProvider(ResourceProvider):
         return {**asked, **spec_props(spec)}
 
 
-class CheckResource(Resource):
+class CheckResource(PackageResource):
     results: pulumi.Output[list[dict[str, Any]]]
     report: pulumi.Output[str]
     # What the check last ran for: an input the outputs echo once it held.
     triggers: pulumi.Output[Any]
 
     def __init__(
-        self,
-        provider: CheckProvider,
-        name: str,
-        spec: Any,
-        access: ClusterAccess,
-        opts: pulumi.ResourceOptions | None,
-        **extra: Any,
+        self, name: str, spec: Any, access: ClusterAccess, opts: pulumi.ResourceOptions | None, **extra: Any
     ) -> None:
         # The outputs start empty.
-        props = cluster_props(access, **spec_props(spec), **extra, results=None, report=None)
-        super().__init__(provider, name, props, with_secret_kubeconfig(opts))
+        super().__init__(name, cluster_props(access, **spec_props(spec), **extra, results=None, report=None), opts)

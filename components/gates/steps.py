@@ -19,8 +19,8 @@ from components.cluster.engine import (
     CheckProvider,
     CheckResource,
     ClusterAccess,
-    progress_to_stderr,
     report_failures_without_traceback,
+    show_progress,
 )
 from components.cluster.protocol import Cluster
 from components.cluster.results import CheckResult, ReportedFailure, failures, format_results
@@ -78,7 +78,7 @@ def wait_for_gate(
     cluster: Cluster,
     spec: GateSpec,
     clock: Clock | None = None,
-    progress: Callable[[str], None] = progress_to_stderr,
+    progress: Callable[[str], None] = show_progress,
 ) -> list[CheckResult]:
     """The gate's results once every check holds; raises GateTimedOut naming what did not."""
     clock = clock or Clock()
@@ -123,7 +123,7 @@ class StepGateProvider(CheckProvider):
         return wait_for_gate(cluster, spec)
 
 
-class StepGate(CheckResource, module="kai-gpu-fractions", name="StepGate"):
+class StepGate(CheckResource, handler=StepGateProvider):
     """Waits, during `up`, until what the guide verifies after a step holds; fails the update, naming
     what is missing, when it does not in time. Resources of the next step depend on it. A change of
     `triggers` (the release's revision) waits again.
@@ -138,4 +138,4 @@ class StepGate(CheckResource, module="kai-gpu-fractions", name="StepGate"):
         triggers: pulumi.Input[Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(StepGateProvider(), name, spec, access, opts, triggers=triggers)
+        super().__init__(name, spec, access, opts, triggers=triggers)

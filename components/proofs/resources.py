@@ -60,7 +60,7 @@ class GpusAllocatableProvider(CheckProvider):
         return wait_for_allocatable(cluster, spec)
 
 
-class SmokeProof(CheckResource, module="kai-gpu-fractions", name="SmokeProof"):
+class SmokeProof(CheckResource, handler=SmokeProofProvider):
     """Proves the a100 smoke pods' caps are enforced; fails the update naming each failed check.
 
     Needs a real GPU cluster: it execs into the smoke pods and the mpsd pod, and runs deviceQuery.
@@ -76,10 +76,10 @@ class SmokeProof(CheckResource, module="kai-gpu-fractions", name="SmokeProof"):
         triggers: pulumi.Input[Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(SmokeProofProvider(), name, spec, access, opts, triggers=triggers)
+        super().__init__(name, spec, access, opts, triggers=triggers)
 
 
-class LabProof(CheckResource, module="kai-gpu-fractions", name="LabProof"):
+class LabProof(CheckResource, handler=LabProofProvider):
     """Proves what the laptop lab can show on fake GPUs, and reports the reservation-pod boundary."""
 
     def __init__(
@@ -91,10 +91,10 @@ class LabProof(CheckResource, module="kai-gpu-fractions", name="LabProof"):
         triggers: pulumi.Input[Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(LabProofProvider(), name, spec, access, opts, triggers=triggers)
+        super().__init__(name, spec, access, opts, triggers=triggers)
 
 
-class GpusAllocatable(CheckResource, module="kai-gpu-fractions", name="GpusAllocatable"):
+class GpusAllocatable(CheckResource, handler=GpusAllocatableProvider):
     """Waits until every lab GPU node advertises the profile's count of `nvidia.com/gpu`; fails the
     update, naming the nodes, when the device plugin does not get there in time."""
 
@@ -106,4 +106,4 @@ class GpusAllocatable(CheckResource, module="kai-gpu-fractions", name="GpusAlloc
         access: ClusterAccess,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(GpusAllocatableProvider(), name, spec, access, opts)
+        super().__init__(name, spec, access, opts)

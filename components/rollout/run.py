@@ -21,8 +21,8 @@ from components.cluster.engine import (
     CheckProvider,
     CheckResource,
     ClusterAccess,
-    progress_to_stderr,
     report_failures_without_traceback,
+    show_progress,
 )
 from components.cluster.facts import is_gpu_node, node_facts
 from components.cluster.objects import labels_of, name, qualified
@@ -79,7 +79,7 @@ class RolloutStopped(ReportedFailure):
 
 
 def say(line: str) -> None:
-    progress_to_stderr(f"driver rollout: {line}")
+    show_progress(f"driver rollout: {line}")
 
 
 class Rollout:
@@ -318,7 +318,7 @@ class DriverRolloutProvider(CheckProvider):
         return roll_driver(cluster, spec)
 
 
-class DriverRollout(CheckResource, module="kai-gpu-fractions", name="DriverRollout"):
+class DriverRollout(CheckResource, handler=DriverRolloutProvider):
     """Takes a new driver to the GPU nodes during `up`, after the GPU Operator's release and before its
     gate; runs again when `triggers` (the driver version and the release's revision) change."""
 
@@ -331,4 +331,4 @@ class DriverRollout(CheckResource, module="kai-gpu-fractions", name="DriverRollo
         triggers: pulumi.Input[Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(DriverRolloutProvider(), name, spec, access, opts, triggers=triggers)
+        super().__init__(name, spec, access, opts, triggers=triggers)

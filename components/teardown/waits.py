@@ -17,15 +17,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 from urllib3.exceptions import HTTPError
 
 from components.cluster.client import KubeClient
 from components.cluster.engine import (
     ClusterAccess,
+    PackageResource,
     cluster_props,
     report_failures_without_traceback,
-    with_secret_kubeconfig,
 )
 from components.cluster.results import ReportedFailure
 from components.cluster.waiting import Clock, Deadline, poll
@@ -86,7 +86,7 @@ class _PodsGoneProvider(_OnDeleteProvider):
             pulumi.log.warn(f"could not reach the cluster to wait for pods {selector} in {namespace}: {error}")
 
 
-class PodsGoneBeforeUninstall(Resource, module="kai-gpu-fractions", name="PodsGoneBeforeUninstall"):
+class PodsGoneBeforeUninstall(PackageResource, handler=_PodsGoneProvider):
     """Depend on the release to be uninstalled after the pods are gone; make what stops the pods
     depend on this, so it is deleted first."""
 
@@ -108,7 +108,7 @@ class PodsGoneBeforeUninstall(Resource, module="kai-gpu-fractions", name="PodsGo
             timeout_seconds=timeout_seconds,
             fix=fix,
         )
-        super().__init__(_PodsGoneProvider(), name, props, with_secret_kubeconfig(opts))
+        super().__init__(name, props, opts)
 
 
 class _KeptObjectsProvider(_OnDeleteProvider):
@@ -122,7 +122,7 @@ class _KeptObjectsProvider(_OnDeleteProvider):
                 return
 
 
-class KeptObjectsDeleted(Resource, module="kai-gpu-fractions", name="KeptObjectsDeleted"):
+class KeptObjectsDeleted(PackageResource, handler=_KeptObjectsProvider):
     """Depend on the release that keeps `objects` ((group, version, plural, name), cluster-scoped):
     destroy deletes them before the release is uninstalled."""
 
@@ -136,4 +136,4 @@ class KeptObjectsDeleted(Resource, module="kai-gpu-fractions", name="KeptObjects
     ) -> None:
         kept = [dict(zip(("group", "version", "plural", "name"), o, strict=True)) for o in objects]
         props = cluster_props(access, objects=kept)
-        super().__init__(_KeptObjectsProvider(), name, props, with_secret_kubeconfig(opts))
+        super().__init__(name, props, opts)

@@ -65,7 +65,11 @@ class Workspace:
         root.mkdir(parents=True)
         state.mkdir()
         venv = require_env("KGF_ENGINE_VENV")
-        spec = {"name": PROJECT, "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": venv}}}
+        spec = {
+            "name": PROJECT,
+            "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": venv}},
+            "plugins": {"providers": [{"name": PROJECT, "path": str(REPO / "provider")}]},
+        }
         (root / "Pulumi.yaml").write_text(yaml.safe_dump(spec))
         (root / "components").symlink_to(REPO / "components")
         if program is None:

@@ -33,8 +33,9 @@ SECRET = "kubernetes:core/v1:Secret"
 POD = "kubernetes:core/v1:Pod"
 CUSTOM_RESOURCE_PREFIX = "kubernetes:gpu-fractioning.kai.scheduler/v1alpha1:"
 COMMAND = "command:local:Command"
-DYNAMIC = "pulumi-python:dynamic"
-STEP_GATE = f"{DYNAMIC}/kai-gpu-fractions:StepGate"
+# The package's own resources: gates, proofs, the rollout, destroy-time waits.
+PACKAGE_RESOURCE = "kai-gpu-fractions:index:"
+STEP_GATE = f"{PACKAGE_RESOURCE}StepGate"
 GET_REGISTRY_IMAGE = "docker:index/getRegistryImage:getRegistryImage"
 
 
@@ -75,7 +76,7 @@ class Engine(mocks.Mocks):
             state["status"] = {"status": "deployed", "name": args.inputs.get("name"), "revision": 1}
         if args.typ == "pulumi:index:Stash":
             state["output"] = args.inputs["input"]
-        if args.typ.startswith(DYNAMIC):
+        if args.typ.startswith(PACKAGE_RESOURCE):
             results = [
                 {"check": "mocked", "passed": True, "detail": ""},
                 {"check": "reservation-boundary", "passed": True, "detail": "mocked boundary"},

@@ -475,7 +475,7 @@ def test_objects_the_kai_chart_keeps_on_uninstall_are_owned_and_deleted_before_i
 def test_the_smoke_proof_runs_after_the_smoke_pods_with_the_guides_expectations(run_program: ProgramRunner) -> None:
     engine, outputs = run_program(A100)
     (proof,) = [r for r in engine.registrations if r.name == "smoke-proof"]
-    assert proof.type.startswith("pulumi-python:dynamic"), "the proof runs inside the update"
+    assert proof.type == "kai-gpu-fractions:index:SmokeProof", "the proof runs inside the update"
     assert proof.inputs["pods"] == ["fraction-smoke-a", "fraction-smoke-b"]
     assert (proof.inputs["gpu_memory_mib"], proof.inputs["gpu_fraction"]) == (40960, 0.5)
     assert engine.waits_for(proof, engine.one("kai-gpu-fractions:smoke:SmokePods", "smoke-test"))

@@ -541,7 +541,7 @@ class Mocks(pulumi.runtime.Mocks):
         return {}, []
 
 
-def test_the_proofs_register_as_dynamic_resources_with_a_secret_kubeconfig() -> None:
+def test_the_proofs_register_as_the_packages_resources_with_a_secret_kubeconfig() -> None:
     pulumi.runtime.set_mocks(Mocks(), project="kai-gpu-fractions", stack="test", preview=False)
 
     @pulumi.runtime.test
@@ -551,8 +551,8 @@ def test_the_proofs_register_as_dynamic_resources_with_a_secret_kubeconfig() -> 
 
         def check(values: list[Any]) -> None:
             smoke_urn, lab_urn, secret = values
-            assert "pulumi-python:dynamic/kai-gpu-fractions:SmokeProof" in smoke_urn, smoke_urn
-            assert "pulumi-python:dynamic/kai-gpu-fractions:LabProof" in lab_urn, lab_urn
+            assert smoke_urn.endswith("$kai-gpu-fractions:index:SmokeProof::smoke-proof"), smoke_urn
+            assert lab_urn.endswith("$kai-gpu-fractions:index:LabProof::lab-proof"), lab_urn
             assert secret is True, "the kubeconfig contents never reach the state in plain text"
 
         kubeconfig: pulumi.Output[str] = smoke.kubeconfig  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ import pytest
 
 from components.config.load import ConfigError, load_from_pulumi
 from components.config.secrets import REDACTED, SecretValues
-from tests.unit.harness import COMMAND, STEP_GATE, ProgramRunner, stack_config
+from tests.unit.harness import COMMAND, PACKAGE_RESOURCE, STEP_GATE, ProgramRunner, stack_config
 
 SIG, SECRET_SIG = pulumi.runtime.rpc._special_sig_key, pulumi.runtime.rpc._special_secret_sig
 FORK: dict[str, Any] = {"registry": {"server": "registry.example.com/team/kai-fork"}}
@@ -116,7 +116,7 @@ def test_the_issues_nine_and_six_inputs_are_secrets_and_the_rest_stays_plain(run
     assert is_secret(provider.sent["context"]), "the provider's context"
     gates = engine.created(STEP_GATE)
     assert len(gates) == 4 and all(is_secret(gate.inputs["context"]) for gate in gates), "the four gates"
-    others = [r for r in engine.registrations if "context" in r.inputs and r.type.startswith("pulumi-python:dynamic")]
+    others = [r for r in engine.registrations if "context" in r.inputs and r.type.startswith(PACKAGE_RESOURCE)]
     assert all(is_secret(r.inputs["context"]) for r in others), [r.name for r in others]
 
 

@@ -1,0 +1,168 @@
+"""The provider plugin: what it serves, how it hands values to the handlers and findings to the
+operator, and how the resources it serves take over those of the dynamic provider."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import pkgutil
+from typing import Any
+
+import grpc
+import pulumi
+import pytest
+from pulumi.dynamic import CreateResult, ResourceProvider
+from pulumi.provider.experimental import provider as api
+from pulumi.provider.experimental.property_value import Computed, PropertyValue
+from pulumi.runtime import rpc
+
+import components
+from components.cluster.engine import (
+    ClusterAccess,
+    PackageResource,
+    dynamic_type,
+    resource_type,
+    show_progress,
+)
+from components.cluster.results import ReportedFailure
+from components.plugin import RESOURCES, Plugin, plain_map, plainly, plugin_version, property_map
+from components.teardown.waits import KeptObjectsDeleted
+
+STACK = "urn:pulumi:dev::kai-gpu-fractions::pulumi:pulumi:Stack"
+
+
+def test_every_resource_of_the_package_is_served() -> None:
+    defined = set()
+    for module in pkgutil.walk_packages(components.__path__, "components."):
+        for _, cls in inspect.getmembers(importlib.import_module(module.name), inspect.isclass):
+            if issubclass(cls, PackageResource) and "handler" in vars(cls):
+                defined.add(cls)
+    assert defined == set(RESOURCES), "a resource class the plugin does not serve fails every `up` that creates it"
+    assert len({r.kind for r in RESOURCES}) == len(RESOURCES)
+
+
+def test_requests_go_to_the_handler_of_the_resources_type_whatever_its_parents() -> None:
+    plugin = Plugin()
+    urn = f"{STACK}$kai-gpu-fractions:index:LabProof$kai-gpu-fractions:index:StepGate::gate-kai"
+    assert type(plugin.handler(urn)).__name__ == "StepGateProvider"
+    with pytest.raises(ValueError, match="serves no resource type kai-gpu-fractions:index:Nope"):
+        plugin.handler(f"{STACK}$kai-gpu-fractions:index:Nope::x")
+
+
+def test_values_reach_the_handlers_as_the_dynamic_provider_server_hands_them() -> None:
+    sent = {
+        "namespace": PropertyValue("gpu-fractioning"),
+        "timeout_seconds": PropertyValue(90.0),
+        "objects": PropertyValue([PropertyValue({"name": PropertyValue("q"), "group": PropertyValue("")})]),
+        "kubeconfig": PropertyValue("apiVersion: v1", is_secret=True),
+        "triggers": PropertyValue(Computed()),
+        "context": PropertyValue(None),
+    }
+    assert plain_map(sent) == {
+        "namespace": "gpu-fractioning",
+        "timeout_seconds": 90.0,
+        "objects": [{"name": "q", "group": ""}],
+        "kubeconfig": "apiVersion: v1",
+        "triggers": rpc.UNKNOWN,
+        "context": None,
+    }
+
+
+def test_outputs_go_back_as_property_values() -> None:
+    outs = property_map({"results": [{"check": "a", "passed": True, "count": 8}], "report": "ok", "none": None})
+    assert outs["results"] == PropertyValue(
+        [PropertyValue({"check": PropertyValue("a"), "passed": PropertyValue(True), "count": PropertyValue(8.0)})]
+    )
+    assert plain_map(outs) == {"results": [{"check": "a", "passed": True, "count": 8.0}], "report": "ok", "none": None}
+
+
+def test_taking_over_from_the_dynamic_provider_replaces_nothing() -> None:
+    answer = asyncio.run(Plugin().diff_config(api.DiffRequest(f"{STACK}::x", "id", {}, {}, [])))
+    assert answer.changes is False and answer.replaces == []
+
+
+def test_a_stored_pickle_is_no_change() -> None:
+    """A stack the dynamic provider deployed holds `__provider` in its state; it is no input of the check."""
+    olds = property_map({"namespace": "n", "objects": [], "kubeconfig": None, "context": None, "__provider": "gASV"})
+    news = property_map({"namespace": "n", "objects": [], "kubeconfig": None, "context": None})
+    request = api.DiffRequest(f"{STACK}$kai-gpu-fractions:index:KeptObjectsDeleted::kept", "id", olds, news, [])
+    assert asyncio.run(Plugin().diff(request)).changes is False
+    changed = {**news, "namespace": PropertyValue("m")}
+    request = api.DiffRequest(request.urn, "id", olds, changed, [])
+    assert asyncio.run(Plugin().diff(request)).changes is True
+
+
+class Aborted(Exception):
+    pass
+
+
+class Context:
+    def __init__(self) -> None:
+        self.aborted: tuple[grpc.StatusCode, str] | None = None
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.aborted = (code, details)
+        raise Aborted(details)
+
+
+def test_a_finding_reaches_the_operator_as_its_message_alone() -> None:
+    async def fails(_self: Any, _request: Any, _context: Any) -> None:
+        try:
+            raise ReportedFailure("SmokeProof: 1 of 5 checks failed")
+        except ReportedFailure as error:  # the SDK's server re-raises with its stack appended
+            raise Exception(f"{error}:\n  File ...") from None
+
+    context = Context()
+    with pytest.raises(Aborted):
+        asyncio.run(plainly(fails)(None, None, context))
+    assert context.aborted == (grpc.StatusCode.UNKNOWN, "SmokeProof: 1 of 5 checks failed")
+
+
+def test_any_other_error_keeps_its_stack() -> None:
+    async def breaks(_self: Any, _request: Any, _context: Any) -> None:
+        raise KeyError("namespace")
+
+    context = Context()
+    with pytest.raises(KeyError):
+        asyncio.run(plainly(breaks)(None, None, context))
+    assert context.aborted is None
+
+
+def test_each_resource_names_its_dynamic_type_as_an_alias_and_keeps_the_kubeconfig_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registered: dict[str, Any] = {}
+
+    def register(self: Any, t: str, name: str, props: Any, opts: pulumi.ResourceOptions) -> None:
+        registered.update(type=t, name=name, opts=opts)
+
+    monkeypatch.setattr(pulumi.CustomResource, "__init__", register)
+    KeptObjectsDeleted("kept", access=ClusterAccess(None, None), objects=[("", "v1", "x", "y")])
+    assert registered["type"] == resource_type("KeptObjectsDeleted")
+    aliases = registered["opts"].aliases
+    assert [a.type_ for a in aliases] == [dynamic_type("KeptObjectsDeleted")]
+    assert registered["opts"].additional_secret_outputs == ["kubeconfig"]
+
+
+class Talking(ResourceProvider):
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        show_progress(f"gate for {props['step']}: waiting")
+        return CreateResult(id_="1", outs=props)
+
+
+class TalkingGate(PackageResource, handler=Talking):
+    pass
+
+
+def test_a_checks_progress_goes_to_the_engines_log_under_its_resource() -> None:
+    said: list[tuple[str, str]] = []
+    plugin = Plugin([TalkingGate], progress=lambda urn: lambda line: said.append((urn, line)))
+    urn = f"{STACK}$kai-gpu-fractions:index:TalkingGate::gate"
+    created = asyncio.run(plugin.create(api.CreateRequest(urn, property_map({"step": "kai"}), 60, False)))
+    assert said == [(urn, "gate for kai: waiting")]
+    assert created.resource_id == "1" and plain_map(created.properties) == {"step": "kai"}
+
+
+def test_the_version_is_the_projects() -> None:
+    assert plugin_version() == "0.1.0"
