@@ -93,6 +93,9 @@ def test_up_runs_the_lab_and_reports_the_reservation_boundary(dev: Workspace) ->
     # boundary output say what was seen, not what the runbook expects.
     assert "the shared pod runs" in proof["reservation-boundary"]["detail"]
     assert outputs["sharedPodBoundary"] == proof["reservation-boundary"]["detail"]
+    types = {resource["type"] for resource in dev.export("dev")["deployment"]["resources"]}
+    assert {"kai-gpu-fractions:index:StepGate", "kai-gpu-fractions:index:LabProof"} <= types
+    assert not [t for t in types if "pulumi-python" in t], "no Python dynamic resource: the plugin serves the checks"
 
 
 def test_the_dev_stack_passes_the_policy_pack(dev: Workspace) -> None:
@@ -107,6 +110,20 @@ def test_a_release_removed_by_hand_comes_back_with_a_refreshed_up(dev: Workspace
     dev.pulumi("up", "--yes", "--skip-preview", "--refresh", stack="dev", timeout=900)
     assert "kai-resource-isolator" in helm("list", "--namespace", "kai-resource-isolator", "--short").stdout
     dev.pulumi("preview", "--refresh", "--expect-no-changes", stack="dev")
+
+
+def test_a_stack_the_previous_release_deployed_moves_to_the_plugin_and_no_check_runs_again(dev: Workspace) -> None:
+    dev.as_previous_release("dev")
+    preview = json.loads(dev.pulumi("preview", "--json", "--show-sames", stack="dev").stdout)
+    steps = {step["urn"].split("::", 2)[2]: step["op"] for step in preview["steps"]}
+    moved = [kind for kind in steps if ":index:" in kind]
+    assert len(moved) == 5 and set(steps.values()) == {"same"}, steps
+    up = dev.pulumi("up", "--yes", "--skip-preview", stack="dev")
+    assert "checks hold" not in up.output, "no gate runs again"
+    types = {resource["type"] for resource in dev.export("dev")["deployment"]["resources"]}
+    assert not any(t.startswith("pulumi-python") or t == "pulumi:providers:pulumi-python" for t in types), types
+    assert "kai-gpu-fractions:index:LabProof" in types
+    dev.pulumi("preview", "--expect-no-changes", stack="dev")
 
 
 def verify_destroyed(export: Path) -> subprocess.CompletedProcess[str]:

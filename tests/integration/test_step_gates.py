@@ -9,12 +9,14 @@ their step must fail the update before the next step creates anything
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import leftovers, stand_in_operators
+from standins.operators.gpu_fractioning import RECORD
+from tests.integration.conftest import leftovers, mpsd_stops, stand_in_operators
 from tests.integration.gpu_nodes import stuck_in_a_driver_upgrade
 from tests.integration.test_fork_stack import PASSWORD, a100_config
 from tests.integration.workspace import Workspace, kubectl, kubectl_json, wait_until
@@ -72,6 +74,13 @@ def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> No
         assert "gpu-fractioning node agents ready: all 6 checks hold after" in output
         assert kubectl_json("get", "pod", "fraction-smoke-a")["status"]["phase"] == "Running"
         the_daemons_leave_a_node_in_a_driver_upgrade_and_come_back("gpu-node-0")
+        kubectl("-n", "kube-system", "delete", "configmap", RECORD, "--ignore-not-found")
+        # Destroyed as the release before the provider plugin left it, before any `up` moved it: the
+        # destroy-time waits run from their pickled dynamic providers.
+        workspace.as_previous_release("slow")
+        assert "pulumi-python:dynamic/kai-gpu-fractions:PodsGoneBeforeUninstall" in json.dumps(workspace.export("slow"))
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="slow", timeout=900)
+        assert mpsd_stops() == ["operator-running"], "the chart goes only after the mpsd pods are gone"
     finally:
         workspace.pulumi("destroy", "--yes", "--skip-preview", stack="slow", check=False, timeout=900)
     assert leftovers() == {}

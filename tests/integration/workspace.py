@@ -17,6 +17,7 @@ import yaml
 
 from components.cluster.waiting import Clock, Deadline, poll
 from tests.integration import processes
+from tests.integration.previous_release import as_previous_release
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "kai-gpu-fractions"
@@ -154,6 +155,15 @@ class Workspace:
 
     def state_files(self) -> list[Path]:
         return [p for p in self.state.rglob("*") if p.is_file()]
+
+    def export(self, stack: str) -> dict[str, Any]:
+        return dict(json.loads(self.pulumi("stack", "export", stack=stack).stdout))
+
+    def as_previous_release(self, stack: str) -> None:
+        """The stack's state as the release before the provider plugin would have left it."""
+        previous = self.root / f"{stack}-previous-release.json"
+        previous.write_text(json.dumps(as_previous_release(self.export(stack))))
+        self.pulumi("stack", "import", "--file", str(previous), stack=stack)
 
 
 @dataclass
