@@ -7,7 +7,8 @@ import asyncio
 import importlib
 import inspect
 import pkgutil
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import grpc
 import pulumi
@@ -29,7 +30,17 @@ from components.cluster.results import ReportedFailure
 from components.plugin import RESOURCES, Plugin, plain_map, plainly, plugin_version, property_map
 from components.teardown.waits import KeptObjectsDeleted
 
+Result = TypeVar("Result")
 STACK = "urn:pulumi:dev::kai-gpu-fractions::pulumi:pulumi:Stack"
+
+
+def run(call: Coroutine[Any, Any, Result]) -> Result:
+    """On a loop of its own: asyncio.run would leave the thread without one for the tests after it."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(call)
+    finally:
+        loop.close()
 
 
 def test_every_resource_of_the_package_is_served() -> None:
@@ -78,7 +89,7 @@ def test_outputs_go_back_as_property_values() -> None:
 
 
 def test_taking_over_from_the_dynamic_provider_replaces_nothing() -> None:
-    answer = asyncio.run(Plugin().diff_config(api.DiffRequest(f"{STACK}::x", "id", {}, {}, [])))
+    answer = run(Plugin().diff_config(api.DiffRequest(f"{STACK}::x", "id", {}, {}, [])))
     assert answer.changes is False and answer.replaces == []
 
 
@@ -87,10 +98,10 @@ def test_a_stored_pickle_is_no_change() -> None:
     olds = property_map({"namespace": "n", "objects": [], "kubeconfig": None, "context": None, "__provider": "gASV"})
     news = property_map({"namespace": "n", "objects": [], "kubeconfig": None, "context": None})
     request = api.DiffRequest(f"{STACK}$kai-gpu-fractions:index:KeptObjectsDeleted::kept", "id", olds, news, [])
-    assert asyncio.run(Plugin().diff(request)).changes is False
+    assert run(Plugin().diff(request)).changes is False
     changed = {**news, "namespace": PropertyValue("m")}
     request = api.DiffRequest(request.urn, "id", olds, changed, [])
-    assert asyncio.run(Plugin().diff(request)).changes is True
+    assert run(Plugin().diff(request)).changes is True
 
 
 class Aborted(Exception):
@@ -115,7 +126,7 @@ def test_a_finding_reaches_the_operator_as_its_message_alone() -> None:
 
     context = Context()
     with pytest.raises(Aborted):
-        asyncio.run(plainly(fails)(None, None, context))
+        run(plainly(fails)(None, None, context))
     assert context.aborted == (grpc.StatusCode.UNKNOWN, "SmokeProof: 1 of 5 checks failed")
 
 
@@ -125,7 +136,7 @@ def test_any_other_error_keeps_its_stack() -> None:
 
     context = Context()
     with pytest.raises(KeyError):
-        asyncio.run(plainly(breaks)(None, None, context))
+        run(plainly(breaks)(None, None, context))
     assert context.aborted is None
 
 
@@ -159,7 +170,7 @@ def test_a_checks_progress_goes_to_the_engines_log_under_its_resource() -> None:
     said: list[tuple[str, str]] = []
     plugin = Plugin([TalkingGate], progress=lambda urn: lambda line: said.append((urn, line)))
     urn = f"{STACK}$kai-gpu-fractions:index:TalkingGate::gate"
-    created = asyncio.run(plugin.create(api.CreateRequest(urn, property_map({"step": "kai"}), 60, False)))
+    created = run(plugin.create(api.CreateRequest(urn, property_map({"step": "kai"}), 60, False)))
     assert said == [(urn, "gate for kai: waiting")]
     assert created.resource_id == "1" and plain_map(created.properties) == {"step": "kai"}
 
