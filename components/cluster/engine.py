@@ -14,18 +14,16 @@ from __future__ import annotations
 import dataclasses
 import sys
 import traceback
-import uuid
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
-from pydantic import TypeAdapter, ValidationError
+from pulumi.dynamic import ResourceProvider
+from pydantic import TypeAdapter
 
-from components.cluster.client import KubeClient
-from components.cluster.results import CheckResult, ReportedFailure, format_results, raise_on_failure
+from components.cluster.results import ReportedFailure
 
 Spec = TypeVar("Spec")
 
@@ -118,53 +116,6 @@ def report_failures_without_traceback() -> None:
 
     format_exc.reports_failures_plainly = True  # type: ignore[attr-defined]
     traceback.format_exc = format_exc
-
-
-# Inputs that do not change what is checked; everything else runs the check again when it changes.
-_UNCHECKED_KEYS = ACCESS_KEYS | {"results", "report"}
-
-
-class CheckProvider(ResourceProvider):
-    """Runs a check on create and on every update whose inputs ask for something new; fails the
-    update naming each check that does not hold. Subclasses name their spec type and `check`."""
-
-    kind: ClassVar[str] = "proof"
-    report_title: ClassVar[str] = "Proof"
-    spec_type: ClassVar[type[Any]]
-
-    def verify(self, cluster: KubeClient, spec: Any) -> list[CheckResult]:
-        raise NotImplementedError
-
-    def _run(self, props: dict[str, Any]) -> dict[str, Any]:
-        cluster = KubeClient.connect(props.get("kubeconfig"), props.get("context"))
-        results = self.verify(cluster, spec_from_props(self.spec_type, props))
-        raise_on_failure(self.kind, results)
-        return {
-            **props,
-            "results": [r.to_dict() for r in results],
-            "report": format_results(results, self.report_title),
-        }
-
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_=uuid.uuid4().hex, outs=self._run(props))
-
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=self._run(news))
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        old, new = self._asked(olds), self._asked(news)
-        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-        return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
-
-    def _asked(self, props: Mapping[str, Any]) -> dict[str, Any]:
-        """What the inputs ask to check: a spec field added since the last update reads as its
-        default, so it runs the check again only when it asks for something else."""
-        asked = {k: v for k, v in props.items() if k not in _UNCHECKED_KEYS}
-        try:
-            spec = spec_from_props(self.spec_type, props)
-        except ValidationError:  # an input still unknown in a preview: compared as it is
-            return asked
-        return {**asked, **spec_props(spec)}
 
 
 class CheckResource(PackageResource):

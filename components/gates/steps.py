@@ -14,9 +14,9 @@ from typing import Any
 
 import pulumi
 
+from components.cluster.checking import CheckProvider
 from components.cluster.client import KubeClient
 from components.cluster.engine import (
-    CheckProvider,
     CheckResource,
     ClusterAccess,
     report_failures_without_traceback,

@@ -15,8 +15,9 @@ import pulumi
 import pytest
 import yaml
 
+from components.cluster.checking import CheckProvider
 from components.cluster.client import KubeClient
-from components.cluster.engine import CheckProvider, ClusterAccess, spec_props
+from components.cluster.engine import ClusterAccess, spec_props
 from components.cluster.results import (
     CheckResult,
     ProofFailed,
