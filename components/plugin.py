@@ -1,15 +1,19 @@
-"""The provider plugin the engine runs for this package's resources (provider/ starts it): each
-gate, proof, rollout and destroy-time wait runs here, in a process of this project's own Python, with
-the handler its resource class names (components/cluster/engine.py PackageResource).
+"""The provider plugin the engine runs for this package (provider/ starts it): each gate, proof,
+rollout and destroy-time wait runs here, in a process of this project's own Python, with the handler
+its resource class names (components/cluster/engine.py PackageResource); and a program in any
+language constructs the package's components here (components/package/), from the schema it serves.
 
 The handlers keep the interface of Python dynamic providers, so the values they see are the same:
-plain Python values, secrets already unwrapped by the engine (the plugin does not accept secrets, as
-the dynamic provider server does not; the engine marks the outputs of secret inputs secret again).
+plain Python values, secrets unwrapped. The plugin accepts secrets (constructing components needs
+it), so it marks an output secret where the input of the same name held one, as the engine does for
+a provider that does not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import sys
 import tomllib
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -17,8 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pulumi
 from pulumi.dynamic import ResourceProvider
+from pulumi.errors import InputPropertiesError
+from pulumi.provider import server as component_server
 from pulumi.provider.experimental import provider as api
+from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.property_value import Computed, PropertyValue
 from pulumi.provider.experimental.server import ProviderServicer
 from pulumi.runtime import rpc, settings
@@ -49,6 +57,28 @@ def plugin_version() -> str:
     return str(project["project"]["version"])
 
 
+# Inputs that hold credentials: the schema marks them secret, so every SDK keeps them secret.
+SECRET_INPUTS = ("kubeconfig", "registryPassword")
+
+
+@functools.cache
+def components() -> ComponentProvider:
+    """The package's components and the schema inferred from them (imported on first use: a run that
+    only checks has no need of the whole stack's imports)."""
+    from components.package.stacks import COMPONENTS
+
+    return ComponentProvider(list(COMPONENTS), PACKAGE, version=plugin_version())
+
+
+def schema() -> str:
+    document = json.loads(components().schema or "{}")
+    for resource in document.get("resources", {}).values():
+        for key in SECRET_INPUTS:
+            if key in resource.get("inputProperties", {}):
+                resource["inputProperties"][key]["secret"] = True
+    return json.dumps(document)
+
+
 def plain(value: PropertyValue) -> Any:
     """A property as the dynamic provider server hands it over (unknowns as its UNKNOWN marker)."""
     inner = value.value
@@ -75,8 +105,12 @@ def property_value(value: Any) -> PropertyValue:
     return PropertyValue(value)
 
 
-def property_map(values: Mapping[str, Any] | None) -> dict[str, PropertyValue]:
-    return {key: property_value(value) for key, value in (values or {}).items()}
+def property_map(
+    values: Mapping[str, Any] | None, inputs: Mapping[str, PropertyValue] | None = None
+) -> dict[str, PropertyValue]:
+    """Outputs as properties, secret where the input of the same name held a secret."""
+    secret = {key for key, value in (inputs or {}).items() if value.contains_secret()}
+    return {key: property_value(value).with_secret(key in secret) for key, value in (values or {}).items()}
 
 
 Progress = Callable[[str], Callable[[str], None]]
@@ -118,8 +152,13 @@ class Plugin(api.Provider):
         except KeyError:
             raise ValueError(f"{PACKAGE} serves no resource type {kind}") from None
 
+    async def get_schema(self, request: api.GetSchemaRequest) -> api.GetSchemaResponse:
+        return api.GetSchemaResponse(schema=schema())
+
     async def configure(self, request: api.ConfigureRequest) -> api.ConfigureResponse:
-        return api.ConfigureResponse()
+        # As the SDK's component server answers: the engine constructs components only through a
+        # plugin that takes secrets, resource references and output values.
+        return api.ConfigureResponse(accept_secrets=True, accept_resources=True, accept_outputs=True)
 
     async def check_config(self, request: api.CheckRequest) -> api.CheckResponse:
         return api.CheckResponse(inputs=request.new_inputs)
@@ -143,14 +182,14 @@ class Plugin(api.Provider):
     async def create(self, request: api.CreateRequest) -> api.CreateResponse:
         handler = self.handler(request.urn)
         result = await self.run(request.urn, handler.create, plain_map(request.properties))
-        return api.CreateResponse(resource_id=result.id, properties=property_map(result.outs))
+        return api.CreateResponse(resource_id=result.id, properties=property_map(result.outs, request.properties))
 
     async def update(self, request: api.UpdateRequest) -> api.UpdateResponse:
         handler = self.handler(request.urn)
         result = await self.run(
             request.urn, handler.update, request.resource_id, plain_map(request.olds), plain_map(request.news)
         )
-        return api.UpdateResponse(properties=property_map(result.outs))
+        return api.UpdateResponse(properties=property_map(result.outs, request.news))
 
     async def delete(self, request: api.DeleteRequest) -> None:
         handler = self.handler(request.urn)
@@ -160,12 +199,17 @@ class Plugin(api.Provider):
         return api.ReadResponse(request.resource_id, request.properties, request.inputs)
 
 
-def reported(error: BaseException | None) -> ReportedFailure | None:
-    """The finding an error carries: the SDK's server re-raises each one with its stack appended."""
+# Errors that are the operator's to read: a finding, bad inputs, a refused preflight.
+MessageOnly = ReportedFailure | InputPropertiesError | pulumi.RunError
+
+
+def reported(error: BaseException | None) -> MessageOnly | None:
+    """The finding an error carries: the SDK's servers re-raise each one with its stack appended."""
     while error is not None:
-        if isinstance(error, ReportedFailure):
+        if isinstance(error, MessageOnly):
             return error
-        error = error.__cause__ or error.__context__
+        inner = getattr(error, "inner", None)  # a component's own error (ComponentInitError)
+        error = inner if isinstance(inner, BaseException) else error.__cause__ or error.__context__
     return None
 
 
@@ -180,15 +224,26 @@ def plainly(method: Callable[[Any, Any, Any], Awaitable[Any]]) -> Callable[[Any,
             finding = reported(error)
             if finding is None:
                 raise
+            if isinstance(finding, InputPropertiesError):
+                status = self.create_grpc_invalid_properties_status(finding.message, finding.errors)
+                await context.abort_with_status(status)
             await context.abort(grpc.StatusCode.UNKNOWN, str(finding))
 
     return call
 
 
 class Servicer(ProviderServicer):
+    """The SDK's server for the resources, and its component server (the one component_provider_host
+    runs) for Construct."""
+
     Create = plainly(ProviderServicer.Create)
     Update = plainly(ProviderServicer.Update)
     Delete = plainly(ProviderServicer.Delete)
+
+    @plainly
+    async def Construct(self, request: Any, context: Any) -> Any:
+        hosted = component_server.ProviderServicer(components(), self._args, self._engine_address)
+        return await hosted.Construct(request, context)
 
 
 def serve(args: list[str]) -> None:

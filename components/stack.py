@@ -32,7 +32,7 @@ from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, SHARED_POD, LabPods
 from components.lab.nvml_mock import NvmlMock
 from components.lab.queues import LabQueues
 from components.preflight.decisions import Expectations
-from components.preflight.run import PreflightSpec, run_preflight
+from components.preflight.run import PreflightSpec, preflight_first
 from components.proofs.lab import AllocatableSpec, LabSpec
 from components.proofs.resources import GpusAllocatable, LabProof, SmokeProof
 from components.rollout.plan import Versions, read_plan
@@ -136,13 +136,16 @@ def gate(
     )
 
 
-def deploy(config: StackConfig, registry_password: pulumi.Output[str] | None) -> dict[str, Any]:
-    """Checks the cluster's prerequisites, then registers the configured profile; returns the outputs."""
-    access = cluster_access(config)
+def deploy(
+    config: StackConfig, registry_password: pulumi.Output[str] | None, access: ClusterAccess | None = None
+) -> dict[str, Any]:
+    """Checks the cluster's prerequisites, then registers the configured profile; returns the outputs.
+    `access` is the configured cluster's unless given (a package component's kubeconfig input)."""
+    access = access or cluster_access(config)
     if config.profile == "admission":
         return deploy_admission(config, access)
     spec = preflight_spec(config)
-    findings = run_preflight(spec, access) if spec is not None else []
+    access, findings = preflight_first(spec, access) if spec is not None else (access, [])
     if config.profile == "lab":
         return {**deploy_lab(config, access), "preflight": findings}
     # Read before anything registers: during `up` the update starts while the program still runs.

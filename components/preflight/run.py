@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
@@ -48,6 +49,31 @@ def run_preflight(spec: PreflightSpec, access: ClusterAccess) -> list[dict[str, 
     else:
         pulumi.log.info(redact(format_report(findings)))
     return [dataclasses.asdict(finding) for finding in findings if finding.outcome != "pass"]
+
+
+DEFERRED = (
+    "Preflight: the cluster's kubeconfig is not known yet (another resource of this update makes it); "
+    "preflight runs at `up` once it is, before anything is installed in the cluster."
+)
+
+
+def preflight_first(spec: PreflightSpec, access: ClusterAccess) -> tuple[ClusterAccess, pulumi.Input[Any]]:
+    """The findings, and access to the cluster that only resolves once they allow the install.
+
+    A cluster the program names is read now, in preview too. One that another resource makes in the
+    same update is read once its kubeconfig is known: everything installed in it reaches it through
+    the access returned, so nothing is installed before preflight passes."""
+    kubeconfig = access.kubeconfig
+    if kubeconfig is None or isinstance(kubeconfig, str):
+        return access, run_preflight(spec, access)
+    pulumi.log.info(DEFERRED)
+
+    def checked(known: str) -> tuple[list[dict[str, str]], str]:
+        return run_preflight(spec, ClusterAccess(known, access.context)), known
+
+    both = pulumi.Output.from_input(kubeconfig).apply(checked)  # type: ignore[arg-type]
+    # The findings hold no credential: they stay readable though the kubeconfig is a secret.
+    return ClusterAccess(both[1], access.context), pulumi.Output.unsecret(both[0])
 
 
 def read_cluster_facts(spec: PreflightSpec, access: ClusterAccess) -> ClusterFacts:

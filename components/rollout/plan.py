@@ -167,12 +167,15 @@ def read_plan(
 ) -> list[str]:
     """The plan for the configured cluster, logged so that a preview shows it; a cluster that cannot be
     read yet gets no plan, said so."""
-    try:
-        installed, loads = read_running(access, kai_namespace, agents_namespace)
-    except Exception as error:  # the client raises many types; all mean the same to the user
-        lines = [f"not planned: the cluster could not be read ({type(error).__name__}: {redact(str(error))})"]
+    if access.kubeconfig is not None and not isinstance(access.kubeconfig, str):
+        lines = ["not planned: another resource of this update makes the cluster, so nothing runs on it yet"]
     else:
-        lines = plan_rollout(installed, wanted, loads, pace)
+        try:
+            installed, loads = read_running(access, kai_namespace, agents_namespace)
+        except Exception as error:  # the client raises many types; all mean the same to the user
+            lines = [f"not planned: the cluster could not be read ({type(error).__name__}: {redact(str(error))})"]
+        else:
+            lines = plan_rollout(installed, wanted, loads, pace)
     for line in lines:
         pulumi.log.info(redact(f"{LOG_PREFIX}{line}"))
     return lines

@@ -124,13 +124,14 @@ class Engine(mocks.Mocks):
             seen.add(urn)
             current = by_urn[urn]
             for edge in current.dependencies:
-                if edge == dependency.urn or self._is_inside(edge, dependency.urn):
+                if edge == dependency.urn or self.is_inside(edge, dependency.urn):
                     return True
                 pending.append(edge)
             pending.append(current.parent)
         return False
 
-    def _is_inside(self, urn: str, ancestor: str) -> bool:
+    def is_inside(self, urn: str, ancestor: str) -> bool:
+        """True if the resource `urn` is a child of `ancestor`, or a child of one of its children."""
         parents = {r.urn: r.parent for r in self.registrations}
         while urn in parents:
             urn = parents[urn]
@@ -200,7 +201,7 @@ def stack_config(config: dict[str, Any]) -> dict[str, str]:
 
 
 class ProgramRunner:
-    """Runs __main__.py under mocks, with `cluster` as what preflight reads and the fork sources
+    """Runs __main__.py (or another `program`) under mocks, with `cluster` as what preflight reads and the fork sources
     recorded instead of checked out; `engine` is the last run's, also when the program failed."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,6 +217,7 @@ class ProgramRunner:
         preview: bool = False,
         cluster: ClusterFacts = PREPARED_CLUSTER,
         running: tuple[Versions, list[NodeLoad]] = NOTHING_RUNNING,
+        program: Path = PROGRAM,
     ) -> tuple[Engine, dict[str, Any]]:
         """The engine and the resolved stack outputs."""
         self.engine = engine = Engine()
@@ -238,9 +240,9 @@ class ProgramRunner:
                 exported[name] = await output.future()
 
         @pulumi.runtime.test
-        def program() -> Any:
-            runpy.run_path(str(PROGRAM), run_name="__main__")
+        def run() -> Any:
+            runpy.run_path(str(program), run_name="__main__")
             return pulumi.Output.from_input(asyncio.ensure_future(record_outputs()))
 
-        program()
+        run()
         return engine, exported

@@ -88,6 +88,19 @@ def test_outputs_go_back_as_property_values() -> None:
     assert plain_map(outs) == {"results": [{"check": "a", "passed": True, "count": 8.0}], "report": "ok", "none": None}
 
 
+def test_an_output_is_secret_where_its_input_held_a_secret() -> None:
+    """The plugin takes secrets (components need it), so it keeps them as the engine keeps them for a
+    provider that does not: by the name of the input."""
+    inputs = {
+        "kubeconfig": PropertyValue("apiVersion: v1", is_secret=True),
+        "triggers": PropertyValue({"versions": PropertyValue("615", is_secret=True)}),
+        "namespace": PropertyValue("n"),
+    }
+    outs = property_map({"kubeconfig": "apiVersion: v1", "triggers": {"versions": "615"}, "namespace": "n"}, inputs)
+    assert {key for key, value in outs.items() if value.is_secret} == {"kubeconfig", "triggers"}
+    assert run(Plugin().configure(api.ConfigureRequest({}, {}, False, False))).accept_secrets is True
+
+
 def test_taking_over_from_the_dynamic_provider_replaces_nothing() -> None:
     answer = run(Plugin().diff_config(api.DiffRequest(f"{STACK}::x", "id", {}, {}, [])))
     assert answer.changes is False and answer.replaces == []
