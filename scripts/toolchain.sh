@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the real Pulumi CLI, its Python language host and the kubernetes provider plugin from the
+# Builds the real Pulumi CLI, its Python and YAML language hosts and the kubernetes provider plugin from the
 # Go module proxy (GitHub and get.pulumi.com are unreachable here) and caches them outside the
 # repo, so the integration tests can run the Pulumi engine offline. The command and docker
 # provider plugins are not on the proxy: STAND-INS for them (tools/standin-plugins) are built and
@@ -13,8 +13,8 @@
 # ${KGF_CACHE:-~/.cache/kai-gpu-fractions}/logs/toolchain.log. A warm run prints nothing.
 #
 # Cache: ${KGF_CACHE:-~/.cache/kai-gpu-fractions}/toolchain/pulumi-v<pulumi>-k8s-<kubernetes>/
-#   bin/    pulumi, pulumi-language-python, pulumi-language-python-exec and
-#           pulumi-resource-pulumi-python (this directory goes on PATH)
+#   bin/    pulumi, pulumi-language-python, pulumi-language-python-exec,
+#           pulumi-resource-pulumi-python and pulumi-language-yaml (this directory goes on PATH)
 #   home/   PULUMI_HOME; the kubernetes provider and the stand-in plugins are installed into home/plugins/
 #   build/  generated Go wrapper modules (rebuilt from scratch on every build)
 set -euo pipefail
@@ -43,6 +43,11 @@ LANGUAGE_HOST_PULUMI_VERSION=3.188.0
 # pulumi-kubernetes has no provider/ tags. This commit (2026-01-15, the day before the v4.25.0
 # release) is the newest in the 4.25 line that the proxy serves; the binary is stamped 4.25.0.
 K8S_PROVIDER_VERSION=v4.0.0-20260115033456-f47bc2d6f199
+
+# The YAML language host, for YAML programs that use the component package (examples/yaml): its
+# newest release on the proxy, built against the pulumi it pins (3.206); the plugin protocol is stable.
+YAML_HOST=github.com/pulumi/pulumi-yaml
+YAML_HOST_VERSION=v1.25.0
 
 PKG=github.com/pulumi/pulumi/pkg/v3
 SDK=github.com/pulumi/pulumi/sdk/v3
@@ -134,6 +139,11 @@ build_language_host() (
 		"$LANGUAGE_HOST"
 )
 
+build_yaml_host() {
+	mkdir -p "$bin"
+	GOBIN=$bin go install -trimpath "$YAML_HOST/cmd/pulumi-language-yaml@$YAML_HOST_VERSION"
+}
+
 # The provider's own main embeds files that `go generate` writes and the module zip lacks, so a
 # project-owned main (scripts/toolchain/kubernetes) embeds copies of their committed inputs.
 build_kubernetes() (
@@ -195,6 +205,7 @@ ensure() {
 		cli_is_current && pulumi_source=cached || todo+=(cli)
 		language_host_is_current || todo+=(language-host)
 	fi
+	go_built_from "$bin/pulumi-language-yaml" "$YAML_HOST@$YAML_HOST_VERSION" || todo+=(yaml-host)
 	kubernetes_is_installed || todo+=(kubernetes)
 	standin_plugins check || todo+=(stand-ins)
 	for item in "${todo[@]}"; do
@@ -202,6 +213,7 @@ ensure() {
 		case $item in
 		cli) phase "$i/${#todo[@]}" "Pulumi CLI v$PULUMI_VERSION" "5-6 min" "$log" build_cli ;;
 		language-host) phase "$i/${#todo[@]}" "Pulumi Python language host" "1 min" "$log" build_language_host ;;
+		yaml-host) phase "$i/${#todo[@]}" "Pulumi YAML language host $YAML_HOST_VERSION" "4 min" "$log" build_yaml_host ;;
 		kubernetes) phase "$i/${#todo[@]}" "pulumi-resource-kubernetes $K8S_VERSION" "11 min" "$log" build_and_install_kubernetes ;;
 		stand-ins) phase "$i/${#todo[@]}" "STAND-IN command and docker plugins" "1 min" "$log" standin_plugins ;;
 		esac
@@ -215,6 +227,7 @@ summary() {
 Pulumi toolchain in $cache
   pulumi                      $("$pulumi_dir/pulumi" version) ($pulumi_source, $pulumi_dir)
   pulumi-language-python      $host
+  pulumi-language-yaml        $YAML_HOST_VERSION ($bin)
   pulumi-resource-kubernetes  $K8S_VERSION ($K8S_PROVIDER_VERSION, installed in PULUMI_HOME=$PULUMI_HOME)
   pulumi-resource-command 1.2.1 and pulumi-resource-docker 5.2.0: STAND-INS (tools/standin-plugins); the Go module proxy serves neither real provider
 Use it with: eval "\$(scripts/toolchain.sh env)"

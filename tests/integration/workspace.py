@@ -8,7 +8,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,8 @@ class Workspace:
 
     root: Path
     state: Path
+    # What every `pulumi` call of this workspace adds to the engine's environment.
+    env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def create(cls, base: Path, program: Path | None = None) -> Workspace:
@@ -81,6 +83,23 @@ class Workspace:
         (root / "charts").symlink_to(REPO / "standins" / "charts")
         return cls(root, state)
 
+    @classmethod
+    def consumer(cls, base: Path, example: Path, runtime: dict[str, Any]) -> Workspace:
+        """Another team's program (one of examples/), which knows nothing of this repository's modules
+        and reaches the package only through its plugin. The engine finds the plugin from
+        `plugins` rather than the example's `packages:` entry, which would make a virtualenv in this
+        clone (`pulumi install` does, from PyPI)."""
+        root, state = base / "project", base / "state"
+        shutil.copytree(example, root, ignore=shutil.ignore_patterns("Pulumi.yaml", "venv", "node_modules", "sdks"))
+        state.mkdir()
+        spec = yaml.safe_load((example / "Pulumi.yaml").read_text())
+        spec.pop("packages", None)
+        spec["runtime"] = runtime
+        spec["plugins"] = {"providers": [{"name": PROJECT, "path": str(REPO / "provider")}]}
+        (root / "Pulumi.yaml").write_text(yaml.safe_dump(spec))
+        (root / "charts").symlink_to(REPO / "standins" / "charts")
+        return cls(root, state)
+
     def pulumi(
         self,
         *args: str,
@@ -95,7 +114,7 @@ class Workspace:
             command += ["--stack", stack]
         completed = subprocess.run(
             command,
-            env={**engine_environment(self.state), **(env or {})},
+            env={**engine_environment(self.state), **self.env, **(env or {})},
             input=input_text,
             capture_output=True,
             text=True,
@@ -111,7 +130,7 @@ class Workspace:
         command = ["pulumi", *args, "--non-interactive", "--cwd", str(self.root), "--stack", stack]
         return subprocess.Popen(
             command,
-            env=engine_environment(self.state),
+            env={**engine_environment(self.state), **self.env},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

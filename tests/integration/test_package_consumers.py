@@ -1,0 +1,139 @@
+"""The component package used by other teams' programs (examples/), with the real engine against the
+local control plane: the schema the plugin serves, SDKs generated from it, and each consumer's lab
+created, updated with no changes and destroyed leaving nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.preflight.run import DEFERRED
+from tests.integration.conftest import leftovers
+from tests.integration.stand_ins import StandInQueueAccounting, isolator_webhook
+from tests.integration.workspace import REPO, Workspace, engine_environment, kubectl_json, require_env
+
+pytestmark = pytest.mark.integration
+PLUGIN = REPO / "provider" / "pulumi-resource-kai-gpu-fractions"
+TOKEN = "kai-gpu-fractions:index:"
+
+
+def cli(*args: str, cwd: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["pulumi", *args], cwd=cwd, env=engine_environment(state), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done
+
+
+def test_the_schema_the_plugin_serves_is_the_one_the_readme_documents(tmp_path: Path) -> None:
+    schema = json.loads(cli("package", "get-schema", str(PLUGIN), cwd=tmp_path, state=tmp_path).stdout)
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
+    assert version and schema["version"] == version.group(1), "the package's version is the project's"
+    readme = (REPO / "README.md").read_text()
+    documented = re.findall(r"^\| `(\w+)` \| ", readme.split("### The package's components")[1].split("\n\n")[1], re.M)
+    assert sorted(documented) == sorted(t.removeprefix(TOKEN) for t in schema["resources"])
+    for component in documented:
+        resource = schema["resources"][TOKEN + component]
+        row = next(line for line in readme.splitlines() if line.startswith(f"| `{component}` |")).split("|")
+        assert set(re.findall(r"`(\w+)`", row[2])) == set(resource["inputProperties"]), f"{component}'s inputs"
+        assert set(re.findall(r"`(\w+)`", row[3])) == set(resource["properties"]), f"{component}'s outputs"
+
+
+def python_program(base: Path) -> Workspace:
+    """examples/python: the SDK `pulumi package gen-sdk` makes from the plugin's schema; the cluster
+    made by another resource in the same update, so its kubeconfig is unknown at preview."""
+    cli("package", "gen-sdk", str(PLUGIN), "--language", "python", "--out", str(base / "sdks"), cwd=base, state=base)
+    venv = require_env("KGF_ENGINE_VENV")
+    # What `pulumi package add` pip-installs into the program's virtualenv, installed beside it
+    # instead: the virtualenv is shared by every test.
+    install = ["-m", "pip", "install", "--quiet", "--no-deps"]
+    target = ["--target", str(base / "site-packages"), str(base / "sdks" / "python")]
+    subprocess.run([f"{venv}/bin/python", *install, *target], check=True, capture_output=True)
+    runtime = {"name": "python", "options": {"toolchain": "pip", "virtualenv": venv}}
+    workspace = Workspace.consumer(base, REPO / "examples" / "python", runtime)
+    workspace.env["PYTHONPATH"] = str(base / "site-packages")
+    workspace.pulumi("stack", "init", "dev")
+    return workspace
+
+
+def yaml_program(base: Path) -> Workspace:
+    """examples/yaml: no SDK; the kubeconfig's contents from stack config, as a secret."""
+    workspace = Workspace.consumer(base, REPO / "examples" / "yaml", {"name": "yaml"})
+    workspace.pulumi("stack", "init", "dev")
+    contents = Path(os.environ["KUBECONFIG"]).read_text()
+    workspace.pulumi("config", "set", "--secret", "kubeconfig", stack="dev", input_text=contents)
+    return workspace
+
+
+@dataclass(frozen=True)
+class Consumer:
+    program: Workspace
+    # Whether another resource of the same update makes the cluster (its kubeconfig unknown at preview).
+    makes_its_cluster: bool
+
+
+CONSUMERS = {"python": (python_program, True), "yaml": (yaml_program, False)}
+
+
+@pytest.fixture(scope="module", params=sorted(CONSUMERS))
+def consumer(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Consumer]:
+    base = tmp_path_factory.mktemp(f"{request.param}-consumer")
+    make, makes_its_cluster = CONSUMERS[request.param]
+    workspace = make(base)
+    with isolator_webhook(base), StandInQueueAccounting("default-queue", gpu_memory_mib=40960):
+        yield Consumer(workspace, makes_its_cluster)
+        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="dev", check=False)
+
+
+def steps(preview: dict[str, Any], op: str) -> list[str]:
+    return [step["urn"].rsplit("::", 1)[1] for step in preview["steps"] if step["op"] == op]
+
+
+def made_in_the_same_update(consumer: Workspace) -> bool:
+    return (
+        "gpu.Lab(" in (consumer.root / "__main__.py").read_text() if (consumer.root / "__main__.py").exists() else False
+    )
+
+
+def test_preview_shows_the_whole_graph_and_when_preflight_runs(consumer: Consumer) -> None:
+    preview = " ".join(consumer.program.pulumi("preview", stack="dev").output.split())
+    if consumer.makes_its_cluster:
+        assert DEFERRED in preview, "a cluster not made yet: neither a failure nor silence"
+        assert "Preflight: 0 failing" not in preview
+    else:
+        assert "Preflight: 0 failing" in preview, "a cluster the program names is read at preview"
+    planned = steps(json.loads(consumer.program.pulumi("preview", "--json", stack="dev").stdout), "create")
+    assert {"lab", "gpu-node-labels-gpu-node-0", "kai-scheduler-release", "kai-scheduler-ready"} <= set(planned)
+
+
+def test_up_checks_the_cluster_then_installs_the_lab_in_it(consumer: Consumer) -> None:
+    up = consumer.program.pulumi("up", "--yes", "--skip-preview", stack="dev", timeout=1200)
+    assert "Preflight: 0 failing" in up.output, "preflight ran on the cluster before the installs"
+    assert "KAI-Scheduler ready: all 4 checks hold" in up.output
+    assert kubectl_json("get", "pod", "kai-whole-gpu")["status"]["phase"] == "Running"
+    outputs = consumer.program.outputs("dev")
+    assert outputs["labPods"] == ["kai-whole-gpu", "gpu-sharing-with-isolation"]
+    resources = consumer.program.export("dev")["deployment"]["resources"]
+    (lab,) = [r for r in resources if r["type"] == TOKEN + "Lab"]
+    children = {r["type"] for r in resources if r.get("parent") == lab["urn"]}
+    assert {TOKEN + "StepGate", "pulumi:providers:kubernetes"} <= children, "the lab's graph is under it"
+    assert not [r["urn"] for r in resources if "pulumi-python" in r["type"]], "no dynamic provider to run"
+    credential = max(Path(os.environ["KUBECONFIG"]).read_text().splitlines(), key=len).split()[-1]
+    leaking = [r["urn"] for r in resources if credential in json.dumps(r)]
+    assert leaking == [], "the kubeconfig reaches the state only as a secret"
+
+
+def test_a_second_up_changes_nothing(consumer: Consumer) -> None:
+    consumer.program.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes", stack="dev")
+
+
+def test_destroy_leaves_nothing(consumer: Consumer) -> None:
+    consumer.program.pulumi("destroy", "--yes", "--skip-preview", stack="dev", timeout=900)
+    assert leftovers() == {}
+    assert consumer.program.export("dev")["deployment"].get("resources", []) == []
