@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the real Pulumi CLI, its Python and YAML language hosts and the kubernetes provider plugin from the
+# Builds the real Pulumi CLI, its Python, Node.js and YAML language hosts and the kubernetes provider plugin from the
 # Go module proxy (GitHub and get.pulumi.com are unreachable here) and caches them outside the
 # repo, so the integration tests can run the Pulumi engine offline. The command and docker
 # provider plugins are not on the proxy: STAND-INS for them (tools/standin-plugins) are built and
@@ -14,7 +14,8 @@
 #
 # Cache: ${KGF_CACHE:-~/.cache/kai-gpu-fractions}/toolchain/pulumi-v<pulumi>-k8s-<kubernetes>/
 #   bin/    pulumi, pulumi-language-python, pulumi-language-python-exec,
-#           pulumi-resource-pulumi-python and pulumi-language-yaml (this directory goes on PATH)
+#           pulumi-resource-pulumi-python, pulumi-language-nodejs and pulumi-language-yaml (this
+#           directory goes on PATH)
 #   home/   PULUMI_HOME; the kubernetes provider and the stand-in plugins are installed into home/plugins/
 #   build/  generated Go wrapper modules (rebuilt from scratch on every build)
 set -euo pipefail
@@ -44,6 +45,15 @@ LANGUAGE_HOST_PULUMI_VERSION=3.188.0
 # release) is the newest in the 4.25 line that the proxy serves; the binary is stamped 4.25.0.
 K8S_PROVIDER_VERSION=v4.0.0-20260115033456-f47bc2d6f199
 
+# The Node.js language host, for TypeScript programs that use the component package
+# (examples/typescript): the same commit and pulumi as the Python host. Built with Go 1.25, which
+# the proxy serves as a toolchain module: its SDK generator (pkg 3.188 codegen/nodejs) takes a
+# module's path to the root with path.Dir(filepath.Rel(...)), and Go 1.26's filepath.Rel cleans its
+# result, so built with Go 1.26 the generated types/input.ts imports ./types/input and fails tsc
+# (pkg 3.260 codegen/nodejs/gen.go:1837 drops the path.Dir).
+NODEJS_HOST=github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3
+NODEJS_HOST_GO=go1.25.5
+
 # The YAML language host, for YAML programs that use the component package (examples/yaml): its
 # newest release on the proxy, built against the pulumi it pins (3.206); the plugin protocol is stable.
 YAML_HOST=github.com/pulumi/pulumi-yaml
@@ -67,7 +77,7 @@ export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 export CGO_ENABLED=0
 # The language host's checksum is not in sum.golang.org.
-export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python
+export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python,github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs
 GO=$(command -v go || echo /usr/local/go/bin/go)
 
 go() {
@@ -139,6 +149,22 @@ build_language_host() (
 		"$LANGUAGE_HOST"
 )
 
+build_nodejs_host() (
+	new_module "$build/language-nodejs" "$NODEJS_HOST@$LANGUAGE_HOST_VERSION" \
+		"$PKG@v$LANGUAGE_HOST_PULUMI_VERSION" "$SDK@v$LANGUAGE_HOST_PULUMI_VERSION"
+	cd "$build/language-nodejs"
+	go mod edit -go=1.24.7 -tool="$NODEJS_HOST"
+	export GOTOOLCHAIN=$NODEJS_HOST_GO
+	go mod tidy
+	mkdir -p "$bin"
+	go build -trimpath -ldflags "-X $PULUMI_VERSION_VAR=v$LANGUAGE_HOST_PULUMI_VERSION" -o "$bin/" "$NODEJS_HOST"
+)
+
+nodejs_host_is_current() {
+	go_built_from "$bin/pulumi-language-nodejs" "$NODEJS_HOST@$LANGUAGE_HOST_VERSION" "$SDK@v$LANGUAGE_HOST_PULUMI_VERSION" &&
+		[[ $(go version "$bin/pulumi-language-nodejs" 2>/dev/null) == *" $NODEJS_HOST_GO" ]]
+}
+
 build_yaml_host() {
 	mkdir -p "$bin"
 	GOBIN=$bin go install -trimpath "$YAML_HOST/cmd/pulumi-language-yaml@$YAML_HOST_VERSION"
@@ -205,6 +231,7 @@ ensure() {
 		cli_is_current && pulumi_source=cached || todo+=(cli)
 		language_host_is_current || todo+=(language-host)
 	fi
+	nodejs_host_is_current || todo+=(nodejs-host)
 	go_built_from "$bin/pulumi-language-yaml" "$YAML_HOST@$YAML_HOST_VERSION" || todo+=(yaml-host)
 	kubernetes_is_installed || todo+=(kubernetes)
 	standin_plugins check || todo+=(stand-ins)
@@ -213,6 +240,7 @@ ensure() {
 		case $item in
 		cli) phase "$i/${#todo[@]}" "Pulumi CLI v$PULUMI_VERSION" "5-6 min" "$log" build_cli ;;
 		language-host) phase "$i/${#todo[@]}" "Pulumi Python language host" "1 min" "$log" build_language_host ;;
+		nodejs-host) phase "$i/${#todo[@]}" "Pulumi Node.js language host (Go $NODEJS_HOST_GO)" "2 min" "$log" build_nodejs_host ;;
 		yaml-host) phase "$i/${#todo[@]}" "Pulumi YAML language host $YAML_HOST_VERSION" "4 min" "$log" build_yaml_host ;;
 		kubernetes) phase "$i/${#todo[@]}" "pulumi-resource-kubernetes $K8S_VERSION" "11 min" "$log" build_and_install_kubernetes ;;
 		stand-ins) phase "$i/${#todo[@]}" "STAND-IN command and docker plugins" "1 min" "$log" standin_plugins ;;
@@ -227,6 +255,7 @@ summary() {
 Pulumi toolchain in $cache
   pulumi                      $("$pulumi_dir/pulumi" version) ($pulumi_source, $pulumi_dir)
   pulumi-language-python      $host
+  pulumi-language-nodejs      $LANGUAGE_HOST_VERSION (built against pulumi $LANGUAGE_HOST_PULUMI_VERSION with $NODEJS_HOST_GO)
   pulumi-language-yaml        $YAML_HOST_VERSION ($bin)
   pulumi-resource-kubernetes  $K8S_VERSION ($K8S_PROVIDER_VERSION, installed in PULUMI_HOME=$PULUMI_HOME)
   pulumi-resource-command 1.2.1 and pulumi-resource-docker 5.2.0: STAND-INS (tools/standin-plugins); the Go module proxy serves neither real provider

@@ -71,6 +71,23 @@ def yaml_program(base: Path) -> Workspace:
     return workspace
 
 
+def typescript_program(base: Path) -> Workspace:
+    """examples/typescript: its packages from npm (`npm ci`, the lock committed beside it), then the
+    SDK generated from the plugin's schema and installed as `pulumi package add` links it (npm
+    install of the generated directory, whose postinstall compiles it); the kubeconfig's contents
+    from stack config, as a secret."""
+    workspace = Workspace.consumer(base, REPO / "examples" / "typescript", {"name": "nodejs"})
+    npm = ["npm", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
+    subprocess.run([*npm, "ci"], cwd=workspace.root, check=True, capture_output=True, timeout=600)
+    sdks = workspace.root / "sdks"
+    cli("package", "gen-sdk", str(PLUGIN), "--language", "nodejs", "--local", "--out", str(sdks), cwd=base, state=base)
+    subprocess.run([*npm, "install", "./sdks/nodejs"], cwd=workspace.root, check=True, capture_output=True, timeout=600)
+    workspace.pulumi("stack", "init", "dev")
+    contents = Path(os.environ["KUBECONFIG"]).read_text()
+    workspace.pulumi("config", "set", "--secret", "kubeconfig", stack="dev", input_text=contents)
+    return workspace
+
+
 @dataclass(frozen=True)
 class Consumer:
     program: Workspace
@@ -78,7 +95,7 @@ class Consumer:
     makes_its_cluster: bool
 
 
-CONSUMERS = {"python": (python_program, True), "yaml": (yaml_program, False)}
+CONSUMERS = {"python": (python_program, True), "typescript": (typescript_program, False), "yaml": (yaml_program, False)}
 
 
 @pytest.fixture(scope="module", params=sorted(CONSUMERS))
