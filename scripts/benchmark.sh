@@ -5,7 +5,8 @@
 # local deployment is never touched.
 #
 # Usage: scripts/benchmark.sh [--short] NAME...|all [-- ARGS...]
-#   NAME     program_evaluation, policy_pack, engine_vs_helm, fork_supply, node_scale, driver_rollout;
+#   NAME     program_evaluation, policy_pack, engine_vs_helm, fork_supply, node_scale, driver_rollout,
+#            package_consumer;
 #            `all` runs each
 #   --short  one round or sample each (node_scale with 8 nodes, not 64; driver_rollout on 1 and 4 with
 #            short stand-in delays): checks that they run and print, as CI does (the figures of a
@@ -18,9 +19,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 KGF_SCRIPT=benchmark
 cd "$KGF_REPO"
 
-ALL=(program_evaluation policy_pack engine_vs_helm fork_supply node_scale driver_rollout)
+ALL=(program_evaluation policy_pack engine_vs_helm fork_supply node_scale driver_rollout package_consumer)
 usage() {
-	sed -n 's/^# \{0,1\}//; 7,13p' "${BASH_SOURCE[0]}" >&2
+	sed -n 's/^# \{0,1\}//; 7,14p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 short=false names=() args=()

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,18 +16,12 @@ import pytest
 
 from components.preflight.run import DEFERRED
 from tests.integration.conftest import leftovers
+from tests.integration.consumers import PLUGIN, cli, python_program, typescript_program, yaml_program
 from tests.integration.stand_ins import StandInQueueAccounting, isolator_webhook
-from tests.integration.workspace import REPO, Workspace, engine_environment, kubectl_json, require_env
+from tests.integration.workspace import REPO, Workspace, kubectl_json
 
 pytestmark = pytest.mark.integration
-PLUGIN = REPO / "provider" / "pulumi-resource-kai-gpu-fractions"
 TOKEN = "kai-gpu-fractions:index:"
-
-
-def cli(*args: str, cwd: Path, state: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(["pulumi", *args], cwd=cwd, env=engine_environment(state), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return done
 
 
 def test_the_schema_the_plugin_serves_is_the_one_the_readme_documents(tmp_path: Path) -> None:
@@ -45,49 +38,6 @@ def test_the_schema_the_plugin_serves_is_the_one_the_readme_documents(tmp_path: 
         assert set(re.findall(r"`(\w+)`", row[3])) == set(resource["properties"]), f"{component}'s outputs"
 
 
-def python_program(base: Path) -> Workspace:
-    """examples/python: the SDK `pulumi package gen-sdk` makes from the plugin's schema; the cluster
-    made by another resource in the same update, so its kubeconfig is unknown at preview."""
-    cli("package", "gen-sdk", str(PLUGIN), "--language", "python", "--out", str(base / "sdks"), cwd=base, state=base)
-    venv = require_env("KGF_ENGINE_VENV")
-    # What `pulumi package add` pip-installs into the program's virtualenv, installed beside it
-    # instead: the virtualenv is shared by every test.
-    install = ["-m", "pip", "install", "--quiet", "--no-deps"]
-    target = ["--target", str(base / "site-packages"), str(base / "sdks" / "python")]
-    subprocess.run([f"{venv}/bin/python", *install, *target], check=True, capture_output=True)
-    runtime = {"name": "python", "options": {"toolchain": "pip", "virtualenv": venv}}
-    workspace = Workspace.consumer(base, REPO / "examples" / "python", runtime)
-    workspace.env["PYTHONPATH"] = str(base / "site-packages")
-    workspace.pulumi("stack", "init", "dev")
-    return workspace
-
-
-def yaml_program(base: Path) -> Workspace:
-    """examples/yaml: no SDK; the kubeconfig's contents from stack config, as a secret."""
-    workspace = Workspace.consumer(base, REPO / "examples" / "yaml", {"name": "yaml"})
-    workspace.pulumi("stack", "init", "dev")
-    contents = Path(os.environ["KUBECONFIG"]).read_text()
-    workspace.pulumi("config", "set", "--secret", "kubeconfig", stack="dev", input_text=contents)
-    return workspace
-
-
-def typescript_program(base: Path) -> Workspace:
-    """examples/typescript: its packages from npm (`npm ci`, the lock committed beside it), then the
-    SDK generated from the plugin's schema and installed as `pulumi package add` links it (npm
-    install of the generated directory, whose postinstall compiles it); the kubeconfig's contents
-    from stack config, as a secret."""
-    workspace = Workspace.consumer(base, REPO / "examples" / "typescript", {"name": "nodejs"})
-    npm = ["npm", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
-    subprocess.run([*npm, "ci"], cwd=workspace.root, check=True, capture_output=True, timeout=600)
-    sdks = workspace.root / "sdks"
-    cli("package", "gen-sdk", str(PLUGIN), "--language", "nodejs", "--local", "--out", str(sdks), cwd=base, state=base)
-    subprocess.run([*npm, "install", "./sdks/nodejs"], cwd=workspace.root, check=True, capture_output=True, timeout=600)
-    workspace.pulumi("stack", "init", "dev")
-    contents = Path(os.environ["KUBECONFIG"]).read_text()
-    workspace.pulumi("config", "set", "--secret", "kubeconfig", stack="dev", input_text=contents)
-    return workspace
-
-
 @dataclass(frozen=True)
 class Consumer:
     program: Workspace
@@ -95,7 +45,12 @@ class Consumer:
     makes_its_cluster: bool
 
 
-CONSUMERS = {"python": (python_program, True), "typescript": (typescript_program, False), "yaml": (yaml_program, False)}
+# Each program's set-up, and whether another resource of its update makes the cluster.
+CONSUMERS: dict[str, tuple[Callable[[Path], Workspace], bool]] = {
+    "python": (python_program, True),
+    "typescript": (typescript_program, False),
+    "yaml": (yaml_program, False),
+}
 
 
 @pytest.fixture(scope="module", params=sorted(CONSUMERS))
@@ -110,12 +65,6 @@ def consumer(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 def steps(preview: dict[str, Any], op: str) -> list[str]:
     return [step["urn"].rsplit("::", 1)[1] for step in preview["steps"] if step["op"] == op]
-
-
-def made_in_the_same_update(consumer: Workspace) -> bool:
-    return (
-        "gpu.Lab(" in (consumer.root / "__main__.py").read_text() if (consumer.root / "__main__.py").exists() else False
-    )
 
 
 def test_preview_shows_the_whole_graph_and_when_preflight_runs(consumer: Consumer) -> None:
