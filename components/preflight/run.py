@@ -38,8 +38,9 @@ def run_preflight(spec: PreflightSpec, access: ClusterAccess) -> list[dict[str, 
         facts = read_cluster_facts(spec, access)
     except Exception as error:  # the client raises many types; all mean the same to the user
         raise pulumi.RunError(
-            f"Preflight could not read the cluster ({type(error).__name__}: {error}). Check "
-            "kai-gpu-fractions:cluster (kubeconfig, context), or set kai-gpu-fractions:preflight.enabled to false."
+            f"Preflight could not read the cluster ({type(error).__name__}: {error}). Check the cluster's "
+            "kubeconfig and context (stack config kai-gpu-fractions:cluster, or a component's kubeconfig and "
+            "context inputs), or set kai-gpu-fractions:preflight.enabled (a component's preflight.enabled) to false."
         ) from None
     findings = evaluate(facts, spec.expectations, spec.settings)
     if blocking(findings):
@@ -60,20 +61,33 @@ DEFERRED = (
 def preflight_first(spec: PreflightSpec, access: ClusterAccess) -> tuple[ClusterAccess, pulumi.Input[Any]]:
     """The findings, and access to the cluster that only resolves once they allow the install.
 
-    A cluster the program names is read now, in preview too. One that another resource makes in the
-    same update is read once its kubeconfig is known: everything installed in it reaches it through
-    the access returned, so nothing is installed before preflight passes."""
+    A cluster the program names is read now, in preview too; so is one whose kubeconfig is an output
+    already known (a package component's input). One that another resource makes in the same update
+    is read once its kubeconfig is known: everything installed in it reaches it through the access
+    returned, so nothing is installed before preflight passes."""
     kubeconfig = access.kubeconfig
     if kubeconfig is None or isinstance(kubeconfig, str):
         return access, run_preflight(spec, access)
-    pulumi.log.info(DEFERRED)
+    given = pulumi.Output.from_input(kubeconfig)  # type: ignore[arg-type]
 
     def checked(known: str) -> tuple[list[dict[str, str]], str]:
         return run_preflight(spec, ClusterAccess(known, access.context)), known
 
-    both = pulumi.Output.from_input(kubeconfig).apply(checked)  # type: ignore[arg-type]
+    def said(known: bool) -> bool:
+        if not known:
+            pulumi.log.info(DEFERRED)
+        return known
+
+    both = given.apply(checked)
+    # Whether the kubeconfig is known now, as a value: an unknown one is said so, not left silent.
+    known_now = pulumi.Output(set(), given.is_known(), _resolved(True), _resolved(False)).apply(said)
     # The findings hold no credential: they stay readable though the kubeconfig is a secret.
-    return ClusterAccess(both[1], access.context), pulumi.Output.unsecret(both[0])
+    findings = pulumi.Output.all(known_now, pulumi.Output.unsecret(both[0])).apply(lambda pair: pair[1])
+    return ClusterAccess(both[1], access.context), findings
+
+
+async def _resolved(value: bool) -> bool:
+    return value
 
 
 def read_cluster_facts(spec: PreflightSpec, access: ClusterAccess) -> ClusterFacts:

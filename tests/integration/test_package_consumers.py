@@ -74,6 +74,7 @@ def test_preview_shows_the_whole_graph_and_when_preflight_runs(consumer: Consume
         assert "Preflight: 0 failing" not in preview
     else:
         assert "Preflight: 0 failing" in preview, "a cluster the program names is read at preview"
+        assert DEFERRED not in preview
     planned = steps(json.loads(consumer.program.pulumi("preview", "--json", stack="dev").stdout), "create")
     assert {"lab", "gpu-node-labels-gpu-node-0", "kai-scheduler-release", "kai-scheduler-ready"} <= set(planned)
 

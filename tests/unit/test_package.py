@@ -156,6 +156,18 @@ def test_a_cluster_not_known_at_preview_is_checked_at_up_before_anything_is_inst
     assert engine.release("kai-scheduler") and engine.created(STEP_GATE), "the whole graph still previews"
 
 
+def test_a_kubeconfig_output_known_at_preview_is_read_at_preview(
+    run_program: ProgramRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A component's inputs arrive as outputs even when they are literals: known is what counts."""
+    logged: list[str] = []
+    for level in ("info", "warn"):
+        monkeypatch.setattr(f"pulumi.log.{level}", lambda message, *_a, **_k: logged.append(message))
+    run_program({}, preview=True, program=lab_program(tmp_path, "pulumi.Output.secret('/tmp/kubeconfig')"))
+    assert preflight.DEFERRED not in logged
+    assert any(line.startswith("Preflight: 0 failing") for line in logged), logged
+
+
 def test_a_cluster_known_only_at_up_is_checked_before_the_provider_can_reach_it(
     run_program: ProgramRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
