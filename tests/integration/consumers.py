@@ -20,6 +20,14 @@ def cli(*args: str, cwd: Path, state: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
+def given_the_cluster(workspace: Workspace) -> Workspace:
+    """A new stack whose config holds the test cluster's kubeconfig, contents and all, as a secret."""
+    workspace.pulumi("stack", "init", "dev")
+    contents = Path(os.environ["KUBECONFIG"]).read_text()
+    workspace.pulumi("config", "set", "--secret", "kubeconfig", stack="dev", input_text=contents)
+    return workspace
+
+
 def python_program(base: Path, example: Path = REPO / "examples" / "python") -> Workspace:
     """examples/python: the SDK `pulumi package gen-sdk` makes from the plugin's schema; the cluster
     made by another resource in the same update, so its kubeconfig is unknown at preview."""
@@ -40,10 +48,7 @@ def python_program(base: Path, example: Path = REPO / "examples" / "python") -> 
 def yaml_program(base: Path) -> Workspace:
     """examples/yaml: no SDK; the kubeconfig's contents from stack config, as a secret."""
     workspace = Workspace.consumer(base, REPO / "examples" / "yaml", {"name": "yaml"})
-    workspace.pulumi("stack", "init", "dev")
-    contents = Path(os.environ["KUBECONFIG"]).read_text()
-    workspace.pulumi("config", "set", "--secret", "kubeconfig", stack="dev", input_text=contents)
-    return workspace
+    return given_the_cluster(workspace)
 
 
 def typescript_program(base: Path) -> Workspace:
@@ -57,7 +62,4 @@ def typescript_program(base: Path) -> Workspace:
     sdks = workspace.root / "sdks"
     cli("package", "gen-sdk", str(PLUGIN), "--language", "nodejs", "--local", "--out", str(sdks), cwd=base, state=base)
     subprocess.run([*npm, "install", "./sdks/nodejs"], cwd=workspace.root, check=True, capture_output=True, timeout=600)
-    workspace.pulumi("stack", "init", "dev")
-    contents = Path(os.environ["KUBECONFIG"]).read_text()
-    workspace.pulumi("config", "set", "--secret", "kubeconfig", stack="dev", input_text=contents)
-    return workspace
+    return given_the_cluster(workspace)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from components.preflight.run import DEFERRED
-from tests.integration.conftest import leftovers
+from tests.integration.conftest import leftovers, webhooks_off_the_machine
 from tests.integration.consumers import PLUGIN, cli, python_program, typescript_program, yaml_program
 from tests.integration.stand_ins import StandInQueueAccounting, isolator_webhook
 from tests.integration.workspace import REPO, Workspace, kubectl_json
@@ -83,6 +83,7 @@ def test_up_checks_the_cluster_then_installs_the_lab_in_it(consumer: Consumer) -
     up = consumer.program.pulumi("up", "--yes", "--skip-preview", stack="dev", timeout=1200)
     assert "Preflight: 0 failing" in up.output, "preflight ran on the cluster before the installs"
     assert "KAI-Scheduler ready: all 4 checks hold" in up.output
+    assert webhooks_off_the_machine() == [], "every webhook the API server calls is on loopback"
     assert kubectl_json("get", "pod", "kai-whole-gpu")["status"]["phase"] == "Running"
     outputs = consumer.program.outputs("dev")
     assert outputs["labPods"] == ["kai-whole-gpu", "gpu-sharing-with-isolation"]
