@@ -8,18 +8,20 @@ Each ▸ is a gate: the next step starts only when what the guide verifies after
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
+from components.check_specs import allocatable_spec, gate_spec, lab_proof_spec, preflight_expectations
 from components.cluster.engine import ClusterAccess
 from components.config.model import ADMISSION_OFF, StackConfig, is_kubeconfig_contents
 from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
 from components.forks.registry import RegistryCredentials
-from components.forks.supply import fork_images, fork_source
-from components.gates.spec import PROBE_NAMESPACE, GateSpec, Step
+from components.forks.supply import ForkSupply, supply_forks
+from components.gates.spec import Step
 from components.gates.steps import StepGate
 from components.gpu_cluster.fraction_admission import FractionAdmission
 from components.gpu_cluster.gpu_fractioning import GpuFractioning, gpu_fractioning_values
@@ -31,13 +33,10 @@ from components.lab.isolator import Isolator
 from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, SHARED_POD, LabPods
 from components.lab.nvml_mock import NvmlMock
 from components.lab.queues import LabQueues
-from components.preflight.decisions import Expectations
 from components.preflight.run import PreflightSpec, preflight_first
-from components.proofs.lab import AllocatableSpec, LabSpec
 from components.proofs.resources import GpusAllocatable, LabProof, SmokeProof
 from components.rollout.plan import Versions, read_plan
-from components.vocabulary.fractioning import mpsd_memory_limit_mib, nri_socket_path
-from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH
+from components.vocabulary.fractioning import nri_socket_path
 
 
 def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -> pulumi.ResourceOptions:
@@ -69,47 +68,6 @@ def preflight_spec(config: StackConfig) -> PreflightSpec | None:
         return None
     socket = nri_socket_path(config.gpu_fractioning.node_runtime)
     return PreflightSpec(preflight_expectations(config), config.preflight, socket)
-
-
-def preflight_expectations(config: StackConfig) -> Expectations:
-    """What the configured profile needs of the cluster, and what it installs itself."""
-    if config.profile == "lab":
-        return Expectations(
-            profile="lab",
-            stack_installs_gpu_operator=False,
-            stack_creates_runtime_class=True,
-            gpus_per_node=config.lab.gpu.count,
-            mpsd_memory_limit_mib=0,
-            stack_labels_gpu_nodes=True,
-        )
-    operator = config.gpu_operator
-    return Expectations(
-        profile="fork",
-        stack_installs_gpu_operator=operator.enabled,
-        stack_creates_runtime_class=operator.enabled,
-        gpus_per_node=config.nodes.gpus_per_node,
-        mpsd_memory_limit_mib=mpsd_memory_limit_mib(config.nodes.gpus_per_node),
-        stack_installs_driver=operator.enabled and operator.driver.source == "operator",
-        minimum_gpu_operator_version=config.gpu_fractioning.minimum_gpu_operator_version,
-    )
-
-
-def gate_spec(config: StackConfig, step: Step) -> GateSpec:
-    """What the gate after `step` checks, as the stack configures it."""
-    if step == "gpu-operator":
-        driver = config.gpu_operator.driver
-        # The operator installs the pinned driver; a host driver must be of the r615 branch or newer.
-        pinned = int(driver.version.split(".")[0]) if driver.source == "operator" else MINIMUM_DRIVER_BRANCH
-        operator = config.gpu_operator
-        return GateSpec(step, operator.namespace, operator.ready_timeout_seconds, minimum_driver_major=pinned)
-    if step == "kai-scheduler":
-        sharing_mode = "NvFractions" if config.profile == "fork" else None
-        return GateSpec(step, config.kai.namespace, config.kai.ready_timeout_seconds, sharing_mode=sharing_mode)
-    if step == "gpu-fractioning":
-        agents = config.gpu_fractioning
-        return GateSpec(step, agents.namespace, agents.ready_timeout_seconds, kai_namespace=config.kai.namespace)
-    timeout, mode = config.admission.ready_timeout_seconds, config.admission.mode
-    return GateSpec(step, PROBE_NAMESPACE, timeout, admission_mode=mode)
 
 
 def installed(config: StackConfig, upto: str, *releases: k8s.helm.v3.Release | None) -> pulumi.Output[Any]:
@@ -178,101 +136,151 @@ def deploy_admission(config: StackConfig, access: ClusterAccess) -> dict[str, An
     return {"admission": ready.report if ready is not None else ADMISSION_OFF}
 
 
-def deploy_forks(
-    config: StackConfig, access: ClusterAccess, registry_password: pulumi.Output[str] | None
-) -> dict[str, Any]:
-    # Sources first: a fork that cannot be checked out stops the program before anything registers.
-    kai_source = fork_source(config, KAI_SCHEDULER, needs_chart=config.kai.chart is None)
-    fractioning_source = fork_source(config, GPU_FRACTIONING, needs_chart=config.gpu_fractioning.chart is None)
-    registry = config.fork_registry
-    cluster = in_cluster(access)
-    credentials = RegistryCredentials.of(registry, registry_password)
-    pull_secret = helm.PullSecret(registry.pull_secret_name, credentials.docker_config()) if credentials else None
-    pull_secret_name = pull_secret.name if pull_secret else None
-    kai_fork = fork_images(config, KAI_SCHEDULER, kai_source, credentials)
-    fractioning_fork = fork_images(config, GPU_FRACTIONING, fractioning_source, credentials)
+@dataclass(frozen=True)
+class Installed:
+    """An install step: its status for the outputs, the gate that holds once the guide's verification
+    after it holds, and the releases up to it in install order (what later gates run again on)."""
 
-    admission_ready = admission(config, access, cluster)
-    gpu_operator, agents = config.gpu_operator, config.gpu_fractioning.namespace
-    operator = None
-    if gpu_operator.enabled:  # its driver rollout proves each node it took as the smoke proof proves the stack
-        operator = GpuOperator("gpu-operator", gpu_operator, access, agents, cluster, smoke_spec(config))
-    # Also when the cluster's GPU Operator is managed elsewhere: KAI needs what it sets up.
-    operator_release = operator.release if operator else None
-    operator_ready = gate(config, access, "gpu-operator", installed(config, "gpuOperator", operator_release), operator)
+    status: pulumi.Input[Any]
+    ready: StepGate | None
+    releases: tuple[k8s.helm.v3.Release, ...]
+
+
+# Where a step is installed alone (a package component), the consumer orders it after the others.
+NOTHING_BELOW = Installed("", None, ())
+
+
+def pull_secret(config: StackConfig, credentials: RegistryCredentials | None) -> helm.PullSecret | None:
+    """The secret each fork release's namespace gets to pull from a registry that needs a login."""
+    if credentials is None:
+        return None
+    return helm.PullSecret(config.fork_registry.pull_secret_name, credentials.docker_config())
+
+
+def install_gpu_operator(config: StackConfig, access: ClusterAccess, cluster: pulumi.ResourceOptions) -> Installed:
+    """The GPU Operator when the stack manages it, and its gate either way: KAI needs what it sets up."""
+    settings, agents = config.gpu_operator, config.gpu_fractioning.namespace
+    if not settings.enabled:
+        return Installed(
+            "not managed by this stack",
+            gate(config, access, "gpu-operator", installed(config, "gpuOperator"), None),
+            (),
+        )
+    # Its driver rollout proves each node it took as the smoke proof proves the stack.
+    operator = GpuOperator("gpu-operator", settings, access, agents, cluster, smoke_spec(config))
+    ready = gate(config, access, "gpu-operator", installed(config, "gpuOperator", operator.release), operator)
+    return Installed(operator.status, ready, (operator.release,))
+
+
+def install_kai(
+    config: StackConfig,
+    access: ClusterAccess,
+    cluster: pulumi.ResourceOptions,
+    fork: ForkSupply,
+    pull_secret: helm.PullSecret | None,
+    below: Installed,
+) -> Installed:
+    """KAI from the fork's chart and images in NvFractions mode, once the step `below` is ready."""
     kai = KaiScheduler(
         "kai-scheduler",
         config.kai,
         values=kai_fork_values(
-            config.kai, KAI_SCHEDULER.repo_base(registry.server), config.forks.image_tag, pull_secret_name
+            config.kai,
+            KAI_SCHEDULER.repo_base(config.fork_registry.server),
+            config.forks.image_tag,
+            pull_secret.name if pull_secret else None,
         ),
         source=config.kai_chart,
-        local_chart=kai_fork.chart,
+        local_chart=fork.chart,
         access=access,
         pull_secret=pull_secret,
         # KAI reads what the GPU Operator sets up (RuntimeClass, GPU labels) from the cluster, not from
         # outputs. The tag is known up front (so previews and policies see it), so the wait for the
         # pushed and verified images is an explicit edge too.
-        opts=after(cluster, operator_ready, kai_fork.images),
+        opts=after(cluster, below.ready, fork.images),
     )
-    kai_ready = gate(
-        config, access, "kai-scheduler", installed(config, "kaiScheduler", operator_release, kai.release), kai
-    )
+    releases = (*below.releases, kai.release)
+    ready = gate(config, access, "kai-scheduler", installed(config, "kaiScheduler", *releases), kai)
     # KAI's webhooks refuse every Queue patch until they answer, which its gate waits for.
-    KaiKeptObjects(kai, opts=after(cluster, kai_ready))
+    KaiKeptObjects(kai, opts=after(cluster, ready))
+    return Installed(kai.status, ready, releases)
+
+
+def install_gpu_fractioning(
+    config: StackConfig,
+    access: ClusterAccess,
+    cluster: pulumi.ResourceOptions,
+    fork: ForkSupply,
+    pull_secret: helm.PullSecret | None,
+    below: Installed,
+) -> Installed:
+    """The gpu-fractioning node agents from the fork's chart and images, once KAI (`below`) is ready."""
     fractioning = GpuFractioning(
         "gpu-fractioning",
         config.gpu_fractioning,
         values=gpu_fractioning_values(
             config.gpu_fractioning,
-            GPU_FRACTIONING.repo_base(registry.server),
+            GPU_FRACTIONING.repo_base(config.fork_registry.server),
             config.forks.image_tag,
             config.nodes.gpus_per_node,
-            pull_secret_name,
+            pull_secret.name if pull_secret else None,
         ),
-        local_chart=fractioning_fork.chart,
+        local_chart=fork.chart,
         access=access,
         pull_secret=pull_secret,
         # The node agents serve KAI's annotations, and KAI's operator waits for their config.
-        opts=after(cluster, kai_ready, fractioning_fork.images),
+        opts=after(cluster, below.ready, fork.images),
     )
-    releases = (operator_release, kai.release, fractioning.release)
-    agents_installed = installed(config, "gpuFractioning", *releases)
-    fractioning_ready = gate(config, access, "gpu-fractioning", agents_installed, fractioning)
-    outputs: dict[str, Any] = {
+    releases = (*below.releases, fractioning.release)
+    ready = gate(config, access, "gpu-fractioning", installed(config, "gpuFractioning", *releases), fractioning)
+    return Installed(fractioning.status, ready, releases)
+
+
+def smoke_test(
+    config: StackConfig,
+    access: ClusterAccess,
+    cluster: pulumi.ResourceOptions,
+    below: Installed,
+    admission_ready: StepGate | None,
+) -> dict[str, Any]:
+    """Two half-GPU smoke pods and the proof of their caps, as the config asks; their outputs."""
+    if not config.smoke_test.enabled:
+        return {}
+    # Fractional pods need the node agents running and ready on every GPU node, and meet the
+    # admission policy that every fractional pod in the cluster meets; a new driver drains them.
+    ready, driver = after(cluster, below.ready, admission_ready), config.gpu_side_versions["driver"]
+    smoke = SmokePods("smoke-test", config.smoke_test, driver, ready)
+    if not config.smoke_test.prove:
+        return {"smokePods": smoke.names}
+    # Any GPU-side change is a new install to prove (triggers); the outputs must not go stale.
+    triggers, waits = installed(config, "images", *below.releases), pulumi.ResourceOptions(depends_on=[smoke])
+    proof = SmokeProof("smoke-proof", smoke_spec(config), access=access, triggers=triggers, opts=waits)
+    return {"smokePods": smoke.names, "proof": proof.results, "proofReport": proof.report, "provedOn": proved_on(proof)}
+
+
+def deploy_forks(
+    config: StackConfig, access: ClusterAccess, registry_password: pulumi.Output[str] | None
+) -> dict[str, Any]:
+    credentials = RegistryCredentials.of(config.fork_registry, registry_password)
+    forks, secret = supply_forks(config, credentials), pull_secret(config, credentials)
+    cluster = in_cluster(access)
+    admission_ready = admission(config, access, cluster)
+    operator = install_gpu_operator(config, access, cluster)
+    kai = install_kai(config, access, cluster, forks.kai, secret, operator)
+    fractioning = install_gpu_fractioning(config, access, cluster, forks.fractioning, secret, kai)
+    return {
         "imageTag": config.forks.image_tag,
-        "imageDigests": pulumi.Output.all(
-            **{KAI_SCHEDULER.key: kai_fork.digests, GPU_FRACTIONING.key: fractioning_fork.digests}
-        ),
+        "imageDigests": forks.digests,
         "releases": pulumi.Output.all(
-            **{
-                "gpu-operator": operator.status if operator else "not managed by this stack",
-                "kai-scheduler": kai.status,
-                "gpu-fractioning": fractioning.status,
-            }
+            **{"gpu-operator": operator.status, "kai-scheduler": kai.status, "gpu-fractioning": fractioning.status}
         ),
+        **smoke_test(config, access, cluster, fractioning, admission_ready),
     }
-    if config.smoke_test.enabled:
-        # Fractional pods need the node agents running and ready on every GPU node, and meet the
-        # admission policy that every fractional pod in the cluster meets; a new driver drains them.
-        ready, driver = after(cluster, fractioning_ready, admission_ready), config.gpu_side_versions["driver"]
-        smoke = SmokePods("smoke-test", config.smoke_test, driver, ready)
-        outputs["smokePods"] = smoke.names
-        if config.smoke_test.prove:
-            proof = prove_smoke_pods(config, access, smoke, installed(config, "images", *releases))
-            outputs.update(proof=proof.results, proofReport=proof.report, provedOn=proved_on(proof))
-    return outputs
 
 
 def proved_on(proof: SmokeProof | LabProof) -> pulumi.Output[Any]:
     """The versions the proof last held on: its outputs change only when it runs and holds."""
     return proof.triggers.apply(lambda triggers: triggers["versions"])
-
-
-def prove_smoke_pods(config: StackConfig, access: ClusterAccess, smoke: SmokePods, triggers: Any) -> SmokeProof:
-    # Any GPU-side change is a new install to prove (triggers); the outputs must not go stale.
-    opts = pulumi.ResourceOptions(depends_on=[smoke])
-    return SmokeProof("smoke-proof", smoke_spec(config), access=access, triggers=triggers, opts=opts)
 
 
 def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
@@ -288,7 +296,7 @@ def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
     # The device plugin is ready when every GPU node advertises the profile's count (8, not 80).
     allocatable = GpusAllocatable(
         "gpus-allocatable",
-        AllocatableSpec(gpu_count=lab.gpu.count, nodes=tuple(lab.node_names)),
+        allocatable_spec(config),
         access=access,
         opts=pulumi.ResourceOptions(depends_on=[mock]),
     )
@@ -319,14 +327,7 @@ def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
     if lab.prove:
         lab_proof = LabProof(
             "lab-proof",
-            LabSpec(
-                gpu_count=lab.gpu.count,
-                gpu_memory_mib=lab.gpu.memory_mib,
-                shared_memory_mib=lab.gpu.memory_mib // 2,
-                shared_pod=SHARED_POD,
-                nodes=tuple(lab.node_names),
-                kai_namespace=config.kai.namespace,
-            ),
+            lab_proof_spec(config, SHARED_POD),
             access=access,
             triggers=installed(config, "kaiResourceIsolator", kai.release),
             opts=pulumi.ResourceOptions(depends_on=[pods]),

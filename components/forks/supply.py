@@ -4,11 +4,12 @@ built, pushed and verified as far as `forks.images` asks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
 from components.config.model import StackConfig
-from components.forks.recipes import ForkRecipe
+from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER, ForkRecipe
 from components.forks.registry import RegistryCredentials
 from components.forks.source import ForkSource, SourceError, prepare_fork_source
 
@@ -22,10 +23,10 @@ class ForkSupply:
     images: pulumi.Resource | None
 
 
-def fork_source(config: StackConfig, recipe: ForkRecipe, needs_chart: bool) -> ForkSource | None:
+def fork_source(config: StackConfig, recipe: ForkRecipe, needs_tree: bool) -> ForkSource | None:
     """The fork's tree at its pin when its chart or a build needs it, or a user-facing error
     naming the config keys to check."""
-    if not needs_chart and config.forks.images != "build":
+    if not needs_tree:
         return None
     try:
         return prepare_fork_source(recipe, recipe.pin(config.forks), config.forks.workdir)
@@ -42,9 +43,8 @@ def fork_images(
 ) -> ForkSupply:
     """Builds and verifies one fork's images as far as the configuration asks."""
     mode = config.forks.images
-    chart = str(source.chart_path) if source else None
     if mode == "prebuilt":
-        return ForkSupply(pulumi.Output.from_input({}), chart, None)
+        return chart_only(source)
     # Imported here: pulumi-command and pulumi-docker are needed only when images are built or checked.
     from components.forks.images import ForkImages, ForkImagesArgs
 
@@ -61,4 +61,39 @@ def fork_images(
             checkout_path=str(source.path) if source else None,
         ),
     )
-    return ForkSupply(images.digests, chart, images)
+    return ForkSupply(images.digests, chart_only(source).chart, images)
+
+
+def chart_only(source: ForkSource | None) -> ForkSupply:
+    """The fork's chart, with no images built or checked."""
+    return ForkSupply(pulumi.Output.from_input({}), str(source.chart_path) if source else None, None)
+
+
+@dataclass(frozen=True)
+class ForkSupplies:
+    """What the install steps take of both forks: each one's chart and images."""
+
+    kai: ForkSupply
+    fractioning: ForkSupply
+
+    @property
+    def digests(self) -> pulumi.Output[dict[str, Any]]:
+        return pulumi.Output.all(**{KAI_SCHEDULER.key: self.kai.digests, GPU_FRACTIONING.key: self.fractioning.digests})
+
+
+def supply_forks(config: StackConfig, credentials: RegistryCredentials | None, charts: bool = True) -> ForkSupplies:
+    """Each fork's chart from its tree at its pin (unless `charts` is false or the config names
+    another chart) and its images as far as `forks.images` asks."""
+    build = config.forks.images == "build"
+    # Sources first: a fork that cannot be checked out stops the program before anything registers.
+    kai_source = fork_source(config, KAI_SCHEDULER, build or (charts and config.kai.chart is None))
+    fractioning_chart = charts and config.gpu_fractioning.chart is None
+    fractioning_source = fork_source(config, GPU_FRACTIONING, build or fractioning_chart)
+    kai = fork_images(config, KAI_SCHEDULER, kai_source, credentials)
+    return ForkSupplies(kai, fork_images(config, GPU_FRACTIONING, fractioning_source, credentials))
+
+
+def fork_chart(config: StackConfig, recipe: ForkRecipe, configured: bool) -> ForkSupply:
+    """One fork's chart from its tree at its pin, unless the config names another (`configured`);
+    its images are another component's to build and push."""
+    return chart_only(fork_source(config, recipe, not configured))

@@ -10,13 +10,13 @@ from typing import Any, cast, get_args
 import pytest
 import yaml
 
+from components.check_specs import gate_spec
 from components.cluster.waiting import Clock, poll_delays
 from components.config.load import parse_config
 from components.gates import fractioning as decide
 from components.gates.gpu_operator import decide_driver_upgrade
 from components.gates.spec import GateSpec, Step
 from components.gates.steps import STEPS, GateTimedOut, wait_for_gate
-from components.stack import gate_spec
 from components.vocabulary import fractioning, kai
 from components.vocabulary.nvidia import CLUSTER_POLICY_GROUP, CLUSTER_POLICY_PLURAL
 from standins.operators.cluster import Cluster, name_of
