@@ -65,9 +65,10 @@ SECRET_INPUTS = ("kubeconfig", "registryPassword")
 def components() -> ComponentProvider:
     """The package's components and the schema inferred from them (imported on first use: a run that
     only checks has no need of the whole stack's imports)."""
+    from components.package.pieces import PIECES
     from components.package.stacks import COMPONENTS
 
-    return ComponentProvider(list(COMPONENTS), PACKAGE, version=plugin_version())
+    return ComponentProvider([*COMPONENTS, *PIECES], PACKAGE, version=plugin_version())
 
 
 def schema() -> str:

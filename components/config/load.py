@@ -41,15 +41,21 @@ class LoadedConfig:
     secrets: SecretValues = SecretValues()
 
 
-def parse_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
+def parse_config(
+    raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset(), *, needs_registry: bool | None = None
+) -> StackConfig:
     """Validate raw `pulumi config` values (keys without the project prefix, values as stored).
+    The fork profile needs a registry unless `needs_registry` says otherwise (a piece of the stack
+    that pulls no fork image).
 
     Raises ConfigError naming every bad key with the reason and a valid example.
     """
     values = {key: _decode(value) for key, value in raw.items() if key != PASSWORD_KEY}
     problems = _secret_problems(raw, values, secret_keys)
     config: StackConfig | None = None
-    if values.get("profile", "fork") == "fork" and "registry" not in values:
+    if needs_registry is None:
+        needs_registry = values.get("profile", "fork") == "fork"
+    if needs_registry and "registry" not in values:
         problems.append(
             f"  - {PROJECT}:registry: is required for the fork profile; "
             'for example: {"server": "registry.example.com/team/kai-fork"}'

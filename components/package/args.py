@@ -94,6 +94,9 @@ def as_config(value: Any, annotation: Any = StackConfig) -> Any:
     annotation = plain_type(annotation)
     if isinstance(value, enum.Enum):
         return value.value
+    if annotation is int and isinstance(value, float) and value.is_integer():
+        # The engine carries every number as a double: 8 arrives as 8.0.
+        return int(value)
     if isinstance(value, Mapping):
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             fields = annotation.model_fields

@@ -35,7 +35,7 @@ STATE_ALIASES = frozenset(
 # Where a run enters the program, as `__main__.py` does: the provider plugin the engine starts, and
 # the package's components any program constructs through it. They stand on the stack; nothing below
 # imports them, so they add no level to the library.
-ENTRY_POINTS = frozenset({"components.plugin", "components.package.stacks"})
+ENTRY_POINTS = frozenset({"components.plugin", "components.package.stacks", "components.package.pieces"})
 
 
 def module_name(path: Path, package: str) -> str:

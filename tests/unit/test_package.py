@@ -16,13 +16,15 @@ from pulumi.errors import InputPropertiesError
 from pulumi.runtime import rpc
 
 from components.cluster.facts import ADMIN_RESOURCES
-from components.config.load import PROFILE_KEYS
+from components.config.load import PROFILE_KEYS, ConfigError, parse_config
 from components.config.model import AdmissionConfig, StackConfig
-from components.package.stacks import AdmissionPolicy, Lab, build, raw_config
+from components.package.component import build, raw_config
+from components.package.pieces import PIECES, GpuOperator
+from components.package.stacks import COMPONENTS, AdmissionPolicy, Lab, deploy
 from components.plugin import schema
 from components.preflight import run as preflight
 from components.vocabulary.fractioning import RUNTIME_SOCKETS
-from tests.unit.harness import POD, PREPARED_CLUSTER, RELEASE, STEP_GATE, ProgramRunner
+from tests.unit.harness import GET_REGISTRY_IMAGE, POD, PREPARED_CLUSTER, RELEASE, STEP_GATE, ProgramRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "kai-gpu-fractions:index:"
@@ -40,7 +42,8 @@ def enum_values(document: dict[str, Any], name: str) -> list[str]:
 def test_the_schema_names_the_package_at_the_projects_one_version(document: dict[str, Any]) -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert (document["name"], document["version"]) == ("kai-gpu-fractions", project["version"])
-    assert sorted(document["resources"]) == [TOKEN + "AdmissionPolicy", TOKEN + "GpuStack", TOKEN + "Lab"]
+    named = sorted(TOKEN + component.__name__ for component in (*COMPONENTS, *PIECES))
+    assert sorted(document["resources"]) == named and len(named) == 8
 
 
 @pytest.mark.parametrize(
@@ -95,6 +98,17 @@ def test_inputs_become_stack_config_with_enums_as_their_values(document: dict[st
         "profile": "admission",
         "cluster": {"context": "c"},
     }
+
+
+def test_numbers_from_the_engine_are_read_as_the_model_types_them() -> None:
+    """The engine carries every number as a double; a whole number is an integer where the model
+    counts, and a fraction stays one."""
+    args = {"nodes": {"gpus_per_node": 8.0, "gpu_memory_mib": 40960.0}, "smoke_test": {"gpu_fraction": 0.5}}
+    raw = raw_config("fork", {"registry": {"server": "registry.example.com/kai"}, **args})
+    config = parse_config(raw)
+    assert (config.nodes.gpus_per_node, config.nodes.gpu_memory_mib, config.smoke_test.gpu_fraction) == (8, 40960, 0.5)
+    with pytest.raises(ConfigError, match="gpusPerNode"):
+        parse_config(raw_config("fork", {"registry": {"server": "r.example.com/k"}, "nodes": {"gpus_per_node": 7.5}}))
 
 
 def test_a_lab_on_a_cluster_it_is_given_makes_no_kind_cluster() -> None:
@@ -179,6 +193,106 @@ def test_a_cluster_known_only_at_up_is_checked_before_the_provider_can_reach_it(
 
 def test_bad_inputs_name_each_input_with_its_reason() -> None:
     with pytest.raises(InputPropertiesError) as raised:
-        build(object.__new__(Lab), "lab", {"lab": {"gpu_nodes": ["Not A Node"]}})
+        build(object.__new__(Lab), "lab", {"lab": {"gpu_nodes": ["Not A Node"]}}, deploy)
     paths = [error["property_path"] for error in raised.value.errors or []]
     assert paths == ["lab.gpuNodes[0]"], raised.value.errors
+
+
+PIECE_SECTIONS = {
+    "ForkImages": {"forks", "registry", "registryPassword"},
+    "GpuOperator": {"gpuOperator", "gpuFractioning", "nodes", "smokeTest", "kubeconfig", "context"},
+    "KaiScheduler": {"forks", "registry", "registryPassword", "kai", "kubeconfig", "context"},
+    "GpuFractioning": {"forks", "registry", "registryPassword", "gpuFractioning", "nodes", "kai"}
+    | {"kubeconfig", "context"},
+    "SmokeTest": {"smokeTest", "nodes", "gpuFractioning", "gpuOperator", "kubeconfig", "context"},
+}
+
+
+@pytest.mark.parametrize("piece", sorted(PIECE_SECTIONS))
+def test_each_piece_takes_the_sections_its_step_reads(document: dict[str, Any], piece: str) -> None:
+    resource = document["resources"][TOKEN + piece]
+    assert set(resource["inputProperties"]) == PIECE_SECTIONS[piece]
+    reads_registry = "registry" in PIECE_SECTIONS[piece]
+    assert ("registry" in resource.get("requiredInputs", [])) == reads_registry, "its images live there"
+    if reads_registry:
+        assert resource["inputProperties"]["registryPassword"] == {"type": "string", "secret": True}
+
+
+PIECE_PROGRAM = """
+import pulumi
+from components.package import pieces
+
+REGISTRY = {{"server": "registry.example.com/team/kai-fork", "username": "robot"}}
+made = pieces.{piece}("piece", {args})
+pulumi.export("outputs", {{key: getattr(made, key, None) for key in {outputs}}})
+"""
+
+PIECE_CASES = {
+    # piece: (its inputs as Python source, its output attributes, the releases it installs)
+    "ForkImages": ('{"registry": REGISTRY, "registry_password": "pw", "forks": {"images": "verify"}}', [], []),
+    "GpuOperator": ('{"kubeconfig": "/tmp/k"}', ["release", "ready"], ["gpu-operator"]),
+    "KaiScheduler": (
+        '{"kubeconfig": "/tmp/k", "registry": REGISTRY, "registry_password": "pw"}',
+        ["ready"],
+        ["kai-scheduler"],
+    ),
+    "GpuFractioning": ('{"kubeconfig": "/tmp/k", "registry": REGISTRY}', ["ready"], ["gpu-fractioning"]),
+    "SmokeTest": ('{"kubeconfig": "/tmp/k"}', ["smoke_pods"], []),
+}
+
+
+def piece_program(tmp_path: Path, piece: str) -> Path:
+    args, outputs, _ = PIECE_CASES[piece]
+    path = tmp_path / "program.py"
+    path.write_text(PIECE_PROGRAM.format(piece=piece, args=args, outputs=outputs))
+    return path
+
+
+@pytest.mark.parametrize("piece", sorted(PIECE_CASES))
+def test_a_piece_registers_its_step_alone_under_itself(run_program: ProgramRunner, tmp_path: Path, piece: str) -> None:
+    engine, outputs = run_program({}, program=piece_program(tmp_path, piece))
+    (made,) = engine.created(TOKEN + piece)
+    inside = [r for r in engine.registrations if r is not made]
+    assert inside and all(engine.is_inside(r.urn, made.urn) for r in inside), "nothing lands beside the piece"
+    releases = sorted(str(r.inputs.get("name")) for r in engine.created(RELEASE))
+    assert releases == PIECE_CASES[piece][2], "one step, not the stack"
+    gates = sorted(r.name for r in engine.created(STEP_GATE))
+    assert gates == [f"{name}-ready" for name in releases], "each step gated on its verification"
+    assert all(value is not None for value in outputs["outputs"].values()), outputs
+    assert not engine.created("pulumi:providers:kubernetes") or piece != "ForkImages", "images reach no cluster"
+
+
+def test_the_fork_image_piece_checks_each_pushed_image_and_installs_nothing(
+    run_program: ProgramRunner, tmp_path: Path
+) -> None:
+    engine, _ = run_program({}, program=piece_program(tmp_path, "ForkImages"))
+    checked = sorted(
+        {args["name"].split(":")[0].rsplit("/", 1)[1] for token, args in engine.invokes if token == GET_REGISTRY_IMAGE}
+    )
+    assert checked and engine.fork_sources == [], "verify mode reads the registry and needs no fork tree"
+    assert engine.created(RELEASE) == [] and engine.created(POD) == []
+
+
+def test_kai_alone_takes_its_chart_from_the_fork_and_builds_no_image(
+    run_program: ProgramRunner, tmp_path: Path
+) -> None:
+    program = tmp_path / "program.py"
+    program.write_text(
+        PIECE_PROGRAM.format(
+            piece="KaiScheduler",
+            args='{"registry": REGISTRY, "registry_password": "pw", "forks": {"images": "build"}}',
+            outputs=["release"],
+        )
+    )
+    engine, _ = run_program({}, program=program)
+    assert [key for key, _pin, _workdir in engine.fork_sources] == ["kai-scheduler"], "its chart, at the pin"
+    assert engine.created("kai-gpu-fractions:forks:ForkImages") == [], "ForkImages builds them"
+    values = engine.release("kai-scheduler").inputs["values"]
+    assert "registry.example.com/team/kai-fork" in json.dumps(values), "its images come from the registry"
+    assert engine.created("kubernetes:core/v1:Secret"), "pulled with the registry's credentials"
+
+
+def test_a_piece_without_a_registry_it_needs_names_the_input() -> None:
+    with pytest.raises(InputPropertiesError) as raised:
+        build(object.__new__(GpuOperator), "fork", {"gpu_operator": {"namespace": "Not Valid"}}, deploy, False)
+    assert [error["property_path"] for error in raised.value.errors or []] == ["gpuOperator.namespace"]
