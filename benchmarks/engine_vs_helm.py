@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from benchmarks import event_profile
+from components.check_specs import preflight_expectations
 from components.config.load import parse_config
 from components.gpu_cluster.kai_scheduler import kai_lab_values
 from components.lab.gpu_node_labels import gpu_node_labels
@@ -44,7 +45,7 @@ from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
 from components.lab.nvml_mock import device_plugin_manifest, nvml_mock_values
 from components.lab.queues import QUEUE_API_VERSION, queue_spec
 from components.preflight.run import PreflightSpec, read_cluster_facts
-from components.stack import cluster_access, preflight_expectations
+from components.stack import cluster_access
 from components.vocabulary import kai
 from tests.integration.test_dev_stack import NODE, dev_config
 from tests.integration.workspace import REPO, Workspace, kubectl, wait_until

@@ -12,8 +12,8 @@ On the local control plane with the stand-in charts and operators, for each flee
                  wait for their DaemonSets on every node, then destroy
 Each cold up starts from nodes as a new machine has them (standins/nodes/gpu-node.yaml).
 Run it with scripts/benchmark.sh, which gives it a control plane of its own:
-`scripts/benchmark.sh node_scale [-- --rounds N --nodes 64]`. It removes the nodes it added, even
-when it fails.
+`scripts/benchmark.sh node_scale [-- --rounds N --nodes 64 --stacks dev,a100]`. It removes the nodes
+it added, even when it fails.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from typing import Any
 import yaml
 
 from benchmarks.engine_vs_helm import helm_cleanup, helm_clients, helm_script, timed
+from components.check_specs import preflight_expectations
 from components.config.load import parse_config
 from components.preflight.run import PreflightSpec, read_cluster_facts
-from components.stack import cluster_access, preflight_expectations
+from components.stack import cluster_access
 from tests.integration.stand_ins import check_pods_print, check_pods_print_nothing
 from tests.integration.test_dev_stack import dev_config
 from tests.integration.test_fork_stack import PASSWORD, a100_config, inline_kubeconfig
@@ -104,18 +105,20 @@ def helm_script_timing(helm: str, work: Path, stack: dict[str, Any], count: int,
         helm_cleanup(helm)
 
 
-def one_size(base: Path, count: int, largest: int, helm: str) -> dict[str, float]:
+def one_size(base: Path, count: int, largest: int, helm: str, stacks: set[str]) -> dict[str, float]:
     fresh_nodes(count, largest)
     with check_pods_print_a_prepared_host(base):
         timings = {"host check": statistics.median(timed(lambda: host_check(count)) for _ in range(3))}
-    dev = Workspace.create(base / f"dev-{count}")
-    dev_stack = {**dev_config(), "lab": {**dev_config()["lab"], "prove": False, "gpuNodes": node_names(count)}}
-    dev.new_stack("dev", dev_stack)
-    timings |= stack_timings(dev, "dev", count, largest)
-    timings["dev helm script"] = helm_script_timing(helm, base / f"helm-{count}", dev_stack, count, largest)
-    a100 = Workspace.create(base / f"a100-{count}")
-    a100.new_stack("a100", a100_config(), secrets={"registryPassword": PASSWORD, **inline_kubeconfig()})
-    timings |= stack_timings(a100, "a100", count, largest)
+    if "dev" in stacks:
+        dev = Workspace.create(base / f"dev-{count}")
+        dev_stack = {**dev_config(), "lab": {**dev_config()["lab"], "prove": False, "gpuNodes": node_names(count)}}
+        dev.new_stack("dev", dev_stack)
+        timings |= stack_timings(dev, "dev", count, largest)
+        timings["dev helm script"] = helm_script_timing(helm, base / f"helm-{count}", dev_stack, count, largest)
+    if "a100" in stacks:
+        a100 = Workspace.create(base / f"a100-{count}")
+        a100.new_stack("a100", a100_config(), secrets={"registryPassword": PASSWORD, **inline_kubeconfig()})
+        timings |= stack_timings(a100, "a100", count, largest)
     return timings
 
 
@@ -123,7 +126,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Both stacks against 1 and against many fake GPU nodes.")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--nodes", type=int, default=64)
+    parser.add_argument("--stacks", default="dev,a100", help="which stacks: dev (with the helm script), a100")
     args = parser.parse_args()
+    stacks = set(args.stacks.split(","))
+    if not stacks or not stacks <= {"dev", "a100"}:
+        parser.error(f"--stacks takes dev, a100 or both, comma-separated, not {args.stacks!r}")
     sizes = (1, args.nodes)
     helm = next(iter(helm_clients().values()))
     results: dict[int, dict[str, list[float]]] = {size: defaultdict(list) for size in sizes}
@@ -133,7 +140,7 @@ def main() -> None:
                 for size in sizes:
                     work = Path(base) / f"round-{round_number}"
                     work.mkdir(exist_ok=True)
-                    for name, seconds in one_size(work, size, args.nodes, helm).items():
+                    for name, seconds in one_size(work, size, args.nodes, helm, stacks).items():
                         results[size][name].append(seconds)
                     print(f"round {round_number + 1}, {size} node(s): done", flush=True)
     finally:
