@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import ssl
 import subprocess
 import sys
@@ -22,7 +23,9 @@ import yaml
 
 from components.cluster.facts import parse_quantity
 from components.proofs.smoke import DEVICE_QUERY_POD
-from tests.integration.workspace import kubectl, kubectl_json
+from standins.operators.cluster import Cluster, path
+from standins.operators.watching import Alarm, run_rounds, watch_forever
+from tests.integration.workspace import kubectl
 
 GPU = "nvidia.com/gpu"
 
@@ -78,41 +81,47 @@ def device_query_on_nodes_prints(nodes: list[str], work: Path, fixture: str = "d
         kubectl("delete", "clusterlogs.kwok.x-k8s.io", DEVICE_QUERY_LOGS, "--ignore-not-found")
 
 
-class PollingStandIn:
-    """A stand-in that runs `step` every `interval` seconds in a daemon thread while its context is open."""
+QUEUES = path("scheduling.run.ai/v2", "queues")
 
-    interval = 1.0
 
-    def __init__(self) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+class StandInQueueAccounting:
+    """Stands in for KAI's scheduler writing a Queue's status.allocated: the sum, over the queue's
+    Running pods, of whole GPUs requested and the `gpu-memory` share of the node's GPU memory.
+
+    It reacts as the stand-in operators do (standins/operators/watching.py): a watch of pods and one
+    of queues wake it, with their periodic resync, and it writes the status only when the sum
+    changes; idle, it makes no call."""
+
+    def __init__(self, queue: str, gpu_memory_mib: int) -> None:
+        self.queue, self.gpu_memory_mib = queue, gpu_memory_mib
+        self._stop, self._alarm = threading.Event(), Alarm()
+        self._threads: list[threading.Thread] = []
+        self._cluster: Cluster | None = None
 
     def __enter__(self) -> Self:
-        self._thread.start()
+        self._cluster = cluster = Cluster(os.environ["KUBECONFIG"])
+        watches = [
+            (watch_forever, (cluster.open_watch, url, self._alarm, self._stop, self.say)) for url in PODS_AND_QUEUES
+        ]
+        rounds = (run_rounds, (lambda _now: self.round_(cluster), self._alarm, self._stop))
+        for target, args in (*watches, rounds):
+            thread = threading.Thread(target=target, args=args, daemon=True)  # type: ignore[arg-type]
+            thread.start()
+            self._threads.append(thread)
         return self
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        self._alarm.ring()
+        self._threads[-1].join(timeout=10)
+        if self._cluster is not None:
+            self._cluster.close()  # the watches' streams end, and their threads with them
+        for thread in self._threads:
+            thread.join(timeout=10)
 
-    def step(self) -> None:
-        raise NotImplementedError
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.step()
-            except Exception as error:  # a stand-in that stops silently makes a confusing failure
-                print(f"stand-in step failed, retrying: {error!r}", file=sys.stderr)
-
-
-class StandInQueueAccounting(PollingStandIn):
-    """Stands in for KAI's scheduler writing a Queue's status.allocated: the sum, over the queue's
-    Running pods, of whole GPUs requested and the `gpu-memory` share of the node's GPU memory."""
-
-    def __init__(self, queue: str, gpu_memory_mib: int) -> None:
-        super().__init__()
-        self.queue, self.gpu_memory_mib = queue, gpu_memory_mib
+    def say(self, line: str) -> None:
+        if not self._stop.is_set():  # once stopped, its watches end with an error on purpose
+            print(f"stand-in queue accounting: {line}", file=sys.stderr)
 
     def allocated(self, pods: list[dict[str, Any]]) -> float:
         total = 0.0
@@ -129,21 +138,24 @@ class StandInQueueAccounting(PollingStandIn):
                 total += int(memory) / self.gpu_memory_mib
         return total
 
-    def step(self) -> None:
-        if kubectl("get", "queues.scheduling.run.ai", self.queue, check=False).returncode != 0:
-            return
-        allocated = f"{round(self.allocated(kubectl_json('get', 'pods', '-A')['items']) * 1000)}m"
-        status = {"status": {"allocated": {GPU: allocated}, "requested": {GPU: allocated}}}
-        kubectl(
-            "patch",
-            "queues.scheduling.run.ai",
-            self.queue,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps(status),
-            check=False,
-        )
+    def round_(self, cluster: Cluster) -> bool:
+        """One look: False when it failed, so the round is tried again soon (a queue kind not served
+        yet reads as no queue)."""
+        try:
+            queue = cluster.get(f"{QUEUES}/{self.queue}")
+            if queue is None:
+                return True
+            allocated = f"{round(self.allocated(cluster.list('/api/v1/pods')) * 1000)}m"
+            status = {"allocated": {GPU: allocated}, "requested": {GPU: allocated}}
+            if {key: (queue.get("status") or {}).get(key) for key in status} != status:
+                cluster.patch(f"{QUEUES}/{self.queue}/status", {"status": status})
+            return True
+        except Exception as error:  # a stand-in that stops silently makes a confusing failure
+            self.say(f"{error!r}, trying again")
+            return False
+
+
+PODS_AND_QUEUES = ("/api/v1/pods", QUEUES)
 
 
 # What kai-resource-isolator's webhook adds to a pod that asks for a GPU share (the lab's shape).
