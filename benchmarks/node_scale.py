@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument("--stacks", default="dev,a100", help="which stacks: dev (with the helm script), a100")
     args = parser.parse_args()
     stacks = set(args.stacks.split(","))
-    if not stacks or not stacks <= {"dev", "a100"}:
+    if not stacks <= {"dev", "a100"}:
         parser.error(f"--stacks takes dev, a100 or both, comma-separated, not {args.stacks!r}")
     sizes = (1, args.nodes)
     helm = next(iter(helm_clients().values()))

@@ -82,6 +82,7 @@ def device_query_on_nodes_prints(nodes: list[str], work: Path, fixture: str = "d
 
 
 QUEUES = path("scheduling.run.ai/v2", "queues")
+PODS_AND_QUEUES = ("/api/v1/pods", QUEUES)
 
 
 class StandInQueueAccounting:
@@ -153,9 +154,6 @@ class StandInQueueAccounting:
         except Exception as error:  # a stand-in that stops silently makes a confusing failure
             self.say(f"{error!r}, trying again")
             return False
-
-
-PODS_AND_QUEUES = ("/api/v1/pods", QUEUES)
 
 
 # What kai-resource-isolator's webhook adds to a pod that asks for a GPU share (the lab's shape).
