@@ -34,10 +34,18 @@ start_components() {
     --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="$pki/ca.crt"
   wait_for "kube-apiserver /readyz" 120 kubectl get --raw=/readyz
 
+  # Only the controllers whose work the program, the stand-ins or the tests wait on (the admission
+  # gate waits on validatingadmissionpolicy-status's type check): the others (quotas, volumes,
+  # autoscaling, CSRs, cron jobs...) each hold informers the API server must feed.
+  local controllers
+  controllers=$(printf '%s-controller\n' garbage-collector namespace disruption deployment replicaset daemonset \
+    statefulset job serviceaccount serviceaccount-token clusterrole-aggregation root-ca-certificate-publisher \
+    pod-garbage-collector taint-eviction node-lifecycle endpoints endpointslice service-cidr \
+    validatingadmissionpolicy-status | paste -sd,)
   # No secure port: their health endpoints are not needed, and the default
   # would self-sign into /var/run/kubernetes and bind fixed ports.
   start kube-controller-manager --kubeconfig="$KUBECONFIG_FILE" --secure-port=0 --leader-elect=false \
-    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt"
+    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" --controllers="$controllers"
   # A second profile named kai-scheduler stands in for KAI's scheduler, which does not run here:
   # pods addressed to it get bound (respecting nvidia.com/gpu), so kwok can run them. It proves
   # nothing about KAI's own decisions.
