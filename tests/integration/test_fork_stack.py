@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,8 +39,6 @@ from tests.integration.stand_ins import device_query_on_nodes_prints
 from tests.integration.workspace import (
     REPO,
     Workspace,
-    engine_environment,
-    kill_group,
     kubectl,
     kubectl_json,
     wait_until,
@@ -486,39 +482,3 @@ def test_destroy_leaves_nothing_behind_and_no_stuck_finalizer(a100: Workspace) -
     condition = [c["type"] for c in kubectl_json("get", "node", NODE)["status"]["conditions"]]
     assert "gpu-fractioning.nvidia.com/Ready" not in condition, "the operator cleared its node condition"
     assert leftovers() == {}, "destroy must remove every object the stack created or adopted"
-
-
-def test_an_up_killed_mid_run_converges_on_the_next_run(tmp_path: Path) -> None:
-    workspace = Workspace.create(tmp_path)
-    workspace.new_stack("killed", a100_config(), secrets={"registryPassword": PASSWORD})
-    try:
-        run = workspace.start("up", "--yes", "--skip-preview", stack="killed")
-        try:
-            wait_until(
-                lambda: kubectl("-n", "kai-scheduler", "get", "deploy", "binder", check=False).returncode == 0,
-                timeout=600,
-                what="the KAI release to be mid-install",
-            )
-        finally:
-            kill_group(run)
-            workspace.kill_strays()
-        # The documented recovery: release the killed run's lock, import what it left pending, re-run.
-        workspace.pulumi("cancel", "--yes", stack="killed")
-        recovered = subprocess.run(
-            [sys.executable, "-m", "tools.recover_interrupted", "--stack", "killed", "--cwd", str(workspace.root)],
-            cwd=REPO,
-            env=engine_environment(workspace.state),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert recovered.returncode == 0, f"recovery failed:\n{recovered.stdout}{recovered.stderr}"
-        rerun = workspace.pulumi("up", "--yes", "--skip-preview", stack="killed", check=False, timeout=1200)
-        assert rerun.returncode == 0, (
-            f"re-run after SIGKILL did not converge:\n{recovered.stdout}\n{rerun.output[-4000:]}"
-        )
-        again = workspace.pulumi("preview", "--expect-no-changes", stack="killed", check=False)
-        assert again.returncode == 0, f"after the re-run the stack must be converged:\n{again.output[-3000:]}"
-    finally:
-        workspace.pulumi("destroy", "--yes", "--skip-preview", stack="killed", check=False, timeout=900)
-    assert leftovers() == {}, "nothing the killed run created may be orphaned"
