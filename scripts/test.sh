@@ -7,9 +7,10 @@
 # The tests run on three pytest workers (KGF_TEST_WORKERS), each with a control plane of its own
 # (instances test, test2, test3), made fresh for each run and removed afterwards: a deployment made
 # with scripts/deploy-local.sh is never touched. It prints the ten slowest tests.
-# Three, not more: on two cores the run is CPU-bound. Measured on fresh clones of cf54c7f with the
-# controller list of scripts/control-plane/components.sh: three workers 9 min 26 s of pytest (15.0
-# CPU-min), four workers, each with its control plane, 9 min 36 s (18.4 CPU-min, the CPUs 90 % busy).
+# Three, not more: on two cores the run is CPU-bound. Measured on fresh clones with the controller
+# list of scripts/control-plane/components.sh and test_interrupted_up.py a module of its own: three
+# workers 9 min 26 s of pytest (the whole run 15.0 CPU-min), four workers, each with its control
+# plane, 9 min 36 s (18.4 CPU-min, the CPUs 90 % busy).
 # Extra arguments go to pytest, e.g. `scripts/test.sh -k dev_stack`.
 set -euo pipefail
 
