@@ -1,4 +1,4 @@
-"""The gate after gpu-fractioning: its operator Available, mpsd and fractiond with desired == ready,
+"""The gate after gpu-fractioning: its operator Available, mpsd and fractiond rolled out and ready,
 the `default` GpuFractioningConfig's conditions healthy, KAI's kai-config seeing it
 (DependenciesFulfilled), every GPU node Ready for fractions, and mpsd's log showing the multi-user
 server and the `default` namespace capped at 10 %. `check_gpu_fractioning` reads the cluster; each
@@ -14,6 +14,7 @@ from typing import Any
 from components.cluster.objects import Json, conditions, name
 from components.cluster.protocol import Cluster
 from components.cluster.results import CheckResult, guarded
+from components.gates.daemonsets import rollout_gap
 from components.gates.deployments import decide_deployments
 from components.gates.kai_config import dependencies_detail, kai_config_look, read_kai_config
 from components.gates.spec import GateSpec
@@ -29,7 +30,8 @@ TEXT_ATTRIBUTE = re.compile(r'([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|\S*)')
 
 
 def decide_daemonsets(daemonsets: Sequence[Json], namespace: str) -> CheckResult:
-    """The operator's mpsd and fractiond DaemonSets exist, run somewhere, and have desired == ready."""
+    """The operator's mpsd and fractiond DaemonSets exist, run somewhere, have desired == ready, and run
+    their latest template everywhere: a pin bump rolls mpsd one node at a time (day2-upstream.md 6)."""
     check = "daemonsets"
     by_name = {name(d): d for d in daemonsets}
     gaps, counts = [], []
@@ -45,6 +47,8 @@ def decide_daemonsets(daemonsets: Sequence[Json], namespace: str) -> CheckResult
             gaps.append(f"{name(found)} matches no node (are the GPU nodes labelled {GPU_PRESENT_LABEL}=true?)")
         elif ready != desired:
             gaps.append(f"{name(found)} {ready} of {desired} ready")
+        elif gap := rollout_gap(found):
+            gaps.append(f"{name(found)}: {gap}")
     if gaps:
         look = f"kubectl -n {namespace} get ds,pods -o wide; kubectl -n {namespace} logs deploy/gpu-fractioning"
         return CheckResult(check, False, f"{'; '.join(gaps)} ({look})")

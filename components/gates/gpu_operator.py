@@ -1,8 +1,10 @@
 """The gate after the GPU Operator: ClusterPolicy ready, the `nvidia` RuntimeClass, every GPU node
 labelled by GFD (gpu.present, gpu.memory, a driver of at least the pinned branch) and advertising its
-GPUs, and no GPU node left in a driver upgrade (the ClusterPolicy turns ready before the upgrade
-controller validates and uncordons the last node). `check_gpu_operator` reads the cluster; each
-`decide_*` decides from plain JSON."""
+GPUs, every rolling operand DaemonSet rolled out, and no GPU node left in a driver upgrade (the
+ClusterPolicy turns ready before the upgrade controller validates and uncordons the last node).
+The ClusterPolicy's status has no observedGeneration: right after a chart upgrade it can still read
+`ready` while the operands roll (day2-upstream.md 3), so the gate reads the DaemonSets' own rollout.
+`check_gpu_operator` reads the cluster; each `decide_*` decides from plain JSON."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from components.cluster.facts import is_gpu_node, node_facts
 from components.cluster.objects import Json, asks_for_gpus, conditions, is_fractional, labels_of, name, qualified
 from components.cluster.protocol import Cluster
 from components.cluster.results import CheckResult, guarded
+from components.gates.daemonsets import rollout_gap
 from components.gates.spec import GateSpec
 from components.vocabulary.nvidia import (
     CLUSTER_POLICY_GROUP,
@@ -106,6 +109,21 @@ def decide_gpu_nodes(gpu_nodes: Sequence[Json], minimum_driver_major: int, names
     return CheckResult(check, True, summary)
 
 
+def decide_operands(daemonsets: Sequence[Json], namespace: str) -> CheckResult:
+    """Every DaemonSet of the namespace that rolls by itself rolled out. The driver's is OnDelete: a
+    new driver reaches a node only through the driver rollout (components/rollout)."""
+    check = "operands"
+    rolling = sorted(
+        (d for d in daemonsets if ((d.get("spec") or {}).get("updateStrategy") or {}).get("type") != "OnDelete"),
+        key=name,
+    )
+    gaps = [f"{name(d)}: {gap}" for d in rolling if (gap := rollout_gap(d))]
+    if gaps:
+        look = f"kubectl -n {namespace} get daemonsets; kubectl -n {namespace} rollout status daemonset/<name>"
+        return CheckResult(check, False, f"{'; '.join(gaps)} ({look})")
+    return CheckResult(check, True, f"{len(rolling)} operand DaemonSets rolled out")
+
+
 def upgrading(nodes: Sequence[Json]) -> list[Json]:
     """The GPU nodes in the GPU Operator's driver upgrade state machine, by name."""
     return sorted((n for n in nodes if labels_of(n).get(UPGRADE_STATE_LABEL, "") not in ("", UPGRADE_DONE)), key=name)
@@ -168,6 +186,7 @@ def check_gpu_operator(cluster: Cluster, spec: GateSpec) -> list[CheckResult]:
             "gpu-nodes",
             lambda: decide_gpu_nodes(read_gpu_nodes(), spec.minimum_driver_major, spec.namespace),
         ),
+        guarded("operands", lambda: decide_operands(cluster.list_daemonsets(spec.namespace), spec.namespace)),
         guarded("driver-upgrade", lambda: check_driver_upgrade(cluster, read_gpu_nodes(), spec.namespace)),
     ]
 

@@ -95,7 +95,7 @@ def test_preview_shows_the_whole_graph_before_anything_exists(a100: Workspace) -
 def test_up_installs_the_guides_stack_in_order(a100: Workspace) -> None:
     up = a100.pulumi("up", "--yes", "--skip-preview", stack="a100", timeout=1200)
     gates = (
-        "GPU Operator ready: all 4",
+        "GPU Operator ready: all 5",
         "KAI-Scheduler ready: all 5",
         "gpu-fractioning node agents ready: all 6",
         "fractional-pod admission policy in force: all 2",
@@ -212,7 +212,7 @@ def test_the_gpu_operator_gate_names_a_node_stuck_in_a_driver_upgrade_and_its_po
         assert "default/fraction-smoke-a" in failed.output
     # The failed update kept the gate's last inputs: with the shorter wait still asked for, it runs again.
     passed = a100.pulumi("up", "--yes", "--skip-preview", stack="a100")
-    assert "GPU Operator ready: all 4 checks hold" in passed.output
+    assert "GPU Operator ready: all 5 checks hold" in passed.output
     a100.pulumi("config", "rm", "--path", "gpuOperator.readyTimeoutSeconds", stack="a100")
     # mpsd left the node under its upgrade affinity; once it is back, forget that stop for destroy's check.
     wait_until(lambda: mpsd_on(node), timeout=120, what=f"mpsd back on {node}")
@@ -286,7 +286,7 @@ def test_a_driver_bump_takes_each_of_four_gpu_nodes_in_turn_and_stops_at_one_tha
         for pod, (node, cordoned) in drained.items():
             assert cordoned == {node}, f"{pod} went while {sorted(cordoned)} were cordoned, not its node alone"
         assert all(node_state(n) == ("615.99.01", False, []) for n in names), [node_state(n) for n in names]
-        for gate in ("GPU Operator ready: all 4", "gpu-fractioning node agents ready: all 6"):
+        for gate in ("GPU Operator ready: all 5", "gpu-fractioning node agents ready: all 6"):
             assert gate in up.output, f"{gate} checks hold again on the new driver"
         smoke = kubectl_json("get", "pod", "fraction-smoke-a")
         assert smoke["metadata"]["annotations"]["kai-gpu-fractions/started-on-driver"] == "615.99.01"
@@ -384,7 +384,7 @@ def a_chart_bump_restarts_the_operands_and_reinstalls_no_driver(a100: Workspace,
         restarted[n][0] != plugins[n][0] and restarted[n][1].endswith(f":{CHART_BUMP}") for n in names
     ), f"every node's operands restarted on the new chart's versions: {restarted}"
     assert CHART_BUMP in deployment_tags("gpu-operator"), "the operator rolled"
-    assert "GPU Operator ready: all 4 checks hold" in up
+    assert "GPU Operator ready: all 5 checks hold" in up
     assert timeline.most_cordoned == 0, "a chart bump with the same driver cordons no node"
     return {pod for pod, _, _ in timeline.gone}
 

@@ -15,7 +15,7 @@ from tests.integration.workspace import REPO, Workspace, kubectl_json
 pytestmark = pytest.mark.integration
 TOKEN = "kai-gpu-fractions:index:"
 GATES = (
-    "GPU Operator ready: all 4 checks hold",
+    "GPU Operator ready: all 5 checks hold",
     "KAI-Scheduler ready: all 5 checks hold",
     "gpu-fractioning node agents ready: all 6 checks hold",
 )

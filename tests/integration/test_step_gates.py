@@ -63,7 +63,7 @@ def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> No
             output, _ = run.communicate(timeout=900)
         assert run.returncode == 0, output[-4000:]
         assert "GPU Operator ready: waiting" in output and "gpu-nodes: gpu-node-0: " in output
-        assert "GPU Operator ready: all 4 checks hold after" in output
+        assert "GPU Operator ready: all 5 checks hold after" in output
         assert "KAI-Scheduler ready: waiting" in output and "not created yet: admission" in output
         # The operator registers its webhooks with its Deployments; their pods answer 5 s later.
         assert "kai-queue-validation-v2 does not answer: a dry-run create of queues was refused" in output

@@ -55,9 +55,28 @@ def deployment(name: str, available: bool = True) -> Json:
     return named(name, spec={"replicas": 1}, status=status)
 
 
-def daemonset(name: str, desired: int = 1, ready: int = 1) -> Json:
-    status = {"desiredNumberScheduled": desired, "numberReady": ready}
-    return {"metadata": {"name": name, "labels": labels_of(fractioning.DAEMONSET_SELECTOR)}, "status": status}
+def daemonset(name: str, desired: int = 1, ready: int = 1, generation: int = 1, updated: int | None = None) -> Json:
+    status = {
+        "observedGeneration": 1,
+        "desiredNumberScheduled": desired,
+        "numberReady": ready,
+        "updatedNumberScheduled": desired if updated is None else updated,
+        "numberAvailable": ready,
+    }
+    metadata = {"name": name, "labels": labels_of(fractioning.DAEMONSET_SELECTOR), "generation": generation}
+    return {"metadata": metadata, "status": status}
+
+
+def operand(name: str, generation: int = 2, seen: int = 2, updated: int = 4, available: int = 4) -> Json:
+    """A GPU Operator operand DaemonSet on four GPU nodes: the latest template `generation`, the one its
+    controller has `seen`, and how many of its pods run that template and are available."""
+    status = {
+        "observedGeneration": seen,
+        "desiredNumberScheduled": 4,
+        "updatedNumberScheduled": updated,
+        "numberAvailable": available,
+    }
+    return {"metadata": {"name": name, "generation": generation}, "spec": {}, "status": status}
 
 
 MPSD_POD = ("gpu-fractioning", "gpu-fractioning-mpsd-x1")
@@ -88,6 +107,7 @@ def ready(cluster: FakeCluster | None = None) -> FakeCluster:
     cluster.put("nodes", node)
     cluster.put("runtimeclasses.node.k8s.io", named("nvidia", handler="nvidia"))
     cluster.put(CLUSTER_POLICIES, named("cluster-policy", status={"state": "ready"}))
+    cluster.put(DAEMONSETS, operand("nvidia-device-plugin-daemonset"), namespace="gpu-operator")
     cluster.put(
         KAI_CONFIGS,
         named(
@@ -144,6 +164,53 @@ def test_the_gpu_operator_gate_names_the_missing_runtime_class_and_where_to_look
     detail = failing(cluster, OPERATOR_GATE)["runtime-class"]
     assert "RuntimeClass nvidia not found" in detail
     assert "kubectl -n gpu-operator logs deploy/gpu-operator" in detail
+
+
+@pytest.mark.parametrize(
+    ("rolling", "gap"),
+    [
+        (operand("nvidia-device-plugin-daemonset", generation=3), "its new template not picked up yet"),
+        (operand("nvidia-device-plugin-daemonset", updated=2, available=3), "2 of 4 pods on its new template"),
+        (operand("nvidia-device-plugin-daemonset", available=3), "3 of 4 pods available"),
+    ],
+    ids=["template-not-seen", "half-rolled", "last-pod-starting"],
+)
+def test_operands_still_rolling_after_a_chart_bump_hold_the_gate_while_the_cluster_policy_reads_ready(
+    rolling: Json, gap: str
+) -> None:
+    """The ClusterPolicy's status has no observedGeneration: after a chart upgrade it can read `ready`
+    from before while the operands restart (the a100 chart bump in the integration tier met it with two
+    of four nodes' device plugins still on the old chart)."""
+    cluster = ready()
+    cluster.put(DAEMONSETS, rolling, namespace="gpu-operator")
+    detail = failing(cluster, OPERATOR_GATE)
+    assert list(detail) == ["operands"], detail
+    assert detail["operands"].startswith(f"nvidia-device-plugin-daemonset: {gap} (kubectl -n gpu-operator get")
+
+
+@pytest.mark.parametrize(
+    ("mpsd", "gap"),
+    [
+        (daemonset("gpu-fractioning-mpsd", 4, 4, generation=2), "its new template not picked up yet"),
+        (daemonset("gpu-fractioning-mpsd", 4, 4, updated=3), "3 of 4 pods on its new template"),
+    ],
+    ids=["template-not-seen", "rolling"],
+)
+def test_mpsd_still_rolling_after_a_pin_bump_holds_the_gpu_fractioning_gate(mpsd: Json, gap: str) -> None:
+    """desired == ready also holds between two nodes of a pin bump's rolling restart."""
+    cluster = ready()
+    cluster.put(DAEMONSETS, mpsd, namespace="gpu-fractioning")
+    detail = failing(cluster, AGENTS_GATE)
+    assert list(detail) == ["daemonsets"], detail
+    assert detail["daemonsets"].startswith(f"gpu-fractioning-mpsd: {gap} (kubectl -n gpu-fractioning get ds")
+
+
+def test_the_driver_daemonset_rolls_only_through_the_driver_rollout_and_does_not_hold_the_operands_check() -> None:
+    cluster = ready()
+    driver = operand("nvidia-driver-daemonset", updated=0)
+    driver["spec"] = {"updateStrategy": {"type": "OnDelete"}}
+    cluster.put(DAEMONSETS, driver, namespace="gpu-operator")
+    assert failing(cluster, OPERATOR_GATE) == {}
 
 
 def test_a_not_ready_cluster_policy_reports_the_states_the_operator_names() -> None:
@@ -497,7 +564,7 @@ def test_the_wait_returns_once_the_step_holds_and_says_what_it_waited_for() -> N
     results = wait_for_gate(ready(BecomesReady(clock=clock, after=100)), OPERATOR_GATE, clock.clock(), said.append)
     assert all(r.passed for r in results)
     assert said[0].startswith("GPU Operator ready: waiting, 0s of 30 min: runtime-class: RuntimeClass nvidia not found")
-    assert said[-1].startswith("GPU Operator ready: all 4 checks hold after 1 min 4")
+    assert said[-1].startswith("GPU Operator ready: all 5 checks hold after 1 min 4")
     assert 100 <= clock.time <= 105, "a wait of minutes looks every 5 s"
     assert len(said) == 3, "one line when the wait starts, one a minute while nothing changes, one at the end"
 
@@ -525,7 +592,7 @@ def test_a_gate_that_never_holds_fails_naming_what_is_missing_the_key_and_the_wa
     assert message.startswith("GPU Operator ready: not after 2 min (gpuOperator.readyTimeoutSeconds is 120)")
     assert "the next step was not started" in message
     assert "runtime-class: RuntimeClass nvidia not found" in message
-    assert "GPU Operator ready: 3 of 4 checks passed" in message
+    assert "GPU Operator ready: 4 of 5 checks passed" in message
     assert "FAIL runtime-class" in message and "PASS cluster-policy" in message
 
 
