@@ -63,13 +63,23 @@ say "The tests' own control planes"
 instances=(test test2 test3)
 instances=("${instances[@]:0:workers}")
 env_files=()
+# The instances start and stop side by side: each waits mostly on its own API server.
 down_all() {
-	for instance in "${instances[@]}"; do scripts/control-plane.sh --instance "$instance" down --purge; done
+	for instance in "${instances[@]}"; do scripts/control-plane.sh --instance "$instance" down --purge & done
+	wait
 }
 down_all # whatever an interrupted run left behind
 trap down_all EXIT
+starting=()
 for instance in "${instances[@]}"; do
-	scripts/control-plane.sh --instance "$instance" up
+	scripts/control-plane.sh --instance "$instance" up &
+	starting+=($!)
+done
+# Every start finished before a failed one stops the run: down_all must not race a start still going.
+started=true
+for pid in "${starting[@]}"; do wait "$pid" || started=false; done
+$started || { say "a control plane did not start: see its log above"; exit 1; }
+for instance in "${instances[@]}"; do
 	scripts/control-plane.sh --instance "$instance" env >"$KGF_STATE_DIR/control-plane/$instance/env.sh"
 	env_files+=("$KGF_STATE_DIR/control-plane/$instance/env.sh")
 done

@@ -189,7 +189,8 @@ def all_cases() -> list[GuideCase]:
     """Every case of the table, in file order, then the project's own pods."""
     found: list[GuideCase] = []
     for path in sorted(TABLE.glob("*.yaml")):
-        document = yaml.safe_load(path.read_text())
+        # libyaml's parser: the table is large and every pytest worker reads it while collecting.
+        document = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
         found.extend(_case(raw, path.name) for raw in document["cases"])
     return [*found, *project_pods()]
 
