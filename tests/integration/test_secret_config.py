@@ -9,11 +9,13 @@ number found as a number. `profile` has none ("fork" is in many names, and the g
 the profile) and `preflight` reaches no resource (preflight only reads the cluster); both are still
 stored as secrets in turn, and the stack must keep working.
 
-A key with a text probe shares its round with one whose probe is a number (or who has none): the two
-cannot hide each other's leak, since the program keeps a string secret by the secret texts it
-contains (a text under six characters, as a number's is, only as a whole value) and a number by its
-value (components/config/secrets.py). Two text probes never share a round: one image reference holds
-both the registry and the tag, and either would keep it secret for the other.
+A key with a text probe shares its round with one whose probe is a number: the two cannot hide each
+other's leak, since the program keeps a string secret by the secret texts it contains (a text under
+six characters, as a number's is, only as a whole value) and a number by its value
+(components/config/secrets.py). Two text probes never share a round: one image reference holds both
+the registry and the tag, and either would keep it secret for the other. Nor do two number probes:
+one object holding both would be kept secret whole. The keys with no probe have no leak to look for;
+they go one to a round, beside the probes.
 """
 
 from __future__ import annotations
@@ -173,17 +175,22 @@ def leaks(
 def rounds(config: dict[str, Any], keys: dict[str, tuple[Any, str | int | None]]) -> list[Round]:
     """Each key whole, and by one leaf's path where that leaf is a scalar (`config set --path` stores
     text: a list or section would arrive as its JSON text); a text probe's round shared with a number
-    probe's or a probe-less key's."""
+    probe's, and the probe-less keys spread over the rounds, so no key is stored twice in one."""
     texts: Round = []
-    others: Round = []
+    numbers: Round = []
+    probeless: Round = []
     for secret, (value, probe) in keys.items():
         leaves: list[str | None] = [None]
         if isinstance(value, dict):
             leaf = PATH_LEAF.get(secret, next(iter(value)))
             if not isinstance(config[secret][leaf], dict | list):
                 leaves.append(leaf)
-        (texts if isinstance(probe, str) else others).extend((secret, leaf) for leaf in leaves)
-    return [[pair for pair in both if pair is not None] for both in zip_longest(texts, others)]
+        kind = texts if isinstance(probe, str) else numbers if probe is not None else probeless
+        kind.extend((secret, leaf) for leaf in leaves)
+    paired = [[pair for pair in both if pair is not None] for both in zip_longest(texts, numbers)]
+    for index, pair in enumerate(probeless):
+        paired[index % len(paired)].append(pair)
+    return paired
 
 
 def check_each_key(

@@ -192,11 +192,12 @@ def test_a_pods_status_which_repeats_its_spec_is_stored_as_a_secret(run_program:
 
 
 @pytest.mark.parametrize("profile", ["fork", "lab"])
-def test_the_integration_rounds_store_each_key_once_and_never_two_text_probes_together(
+def test_the_integration_rounds_store_each_key_once_and_never_two_text_or_two_number_probes_together(
     profile: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """tests/integration/test_secret_config.py pairs its rounds: each key, whole and by path, in one
-    round; a round holds at most one text probe (two could hide each other's leak) and a key once."""
+    round; a round holds at most one text probe and one number probe (two of a kind could hide each
+    other's leak) and a key once."""
     from tests.integration.test_dev_stack import dev_config
     from tests.integration.test_fork_stack import a100_config
     from tests.integration.test_secret_config import FORK_KEYS, LAB_KEYS, rounds, with_keys
@@ -212,4 +213,5 @@ def test_the_integration_rounds_store_each_key_once_and_never_two_text_probes_to
     assert len(stored) < len(flat), "rounds are shared"
     for one in stored:
         texts = [key for key, _ in one if isinstance(keys[key][1], str)]
-        assert len(texts) <= 1 and len({key for key, _ in one}) == len(one), one
+        numbers = [key for key, _ in one if isinstance(keys[key][1], int)]
+        assert len(texts) <= 1 and len(numbers) <= 1 and len({key for key, _ in one}) == len(one), one
