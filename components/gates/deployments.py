@@ -9,10 +9,13 @@ from components.cluster.results import CheckResult
 
 
 def _available(deployment: Json) -> bool:
+    """Available on its latest template: a status its controller wrote before a pin bump's new
+    template reached it still counts the old pods as updated."""
     status = deployment.get("status") or {}
     wanted = (deployment.get("spec") or {}).get("replicas", 1)
     return (
-        conditions(deployment).get("Available", {}).get("status") == "True"
+        int(status.get("observedGeneration", 0)) >= int(deployment["metadata"].get("generation", 0))
+        and conditions(deployment).get("Available", {}).get("status") == "True"
         and status.get("updatedReplicas", 0) == wanted
     )
 

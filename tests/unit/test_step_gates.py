@@ -269,6 +269,18 @@ def test_kai_waits_for_the_deployments_its_operator_creates_not_just_the_charts(
     assert "not Available: binder" in detail
 
 
+def test_a_deployment_whose_new_template_its_controller_has_not_seen_is_not_available_yet() -> None:
+    """Right after a pin bump's new image, the status is the old template's: Available, every replica
+    counted as updated."""
+    cluster = ready()
+    binder = deployment("binder")
+    binder["metadata"]["generation"], binder["status"]["observedGeneration"] = 3, 2
+    cluster.put(DEPLOYMENTS, binder, namespace="kai-scheduler")
+    assert "not Available: binder" in failing(cluster, KAI_GATE)["deployments"]
+    binder["status"]["observedGeneration"] = 3
+    assert failing(cluster, KAI_GATE) == {}
+
+
 def test_kai_in_the_wrong_sharing_mode_fails_and_missing_fractioning_is_only_reported() -> None:
     cluster = ready()
     config = cluster.stored(KAI_CONFIGS, "kai-config")
