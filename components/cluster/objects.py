@@ -25,6 +25,13 @@ def labels_of(obj: Json) -> dict[str, str]:
     return {str(k): str(v) for k, v in (obj["metadata"].get("labels") or {}).items()}
 
 
+def template_seen(obj: Json) -> bool:
+    """Whether the object's controller has seen its latest spec: until then its status describes the
+    one before (a Deployment or DaemonSet right after a new image still counts old pods as updated)."""
+    seen = int((obj.get("status") or {}).get("observedGeneration", 0))
+    return seen >= int(obj["metadata"].get("generation", 0))
+
+
 def one_line(message: object) -> str:
     """An operator's multi-line message (KAI's joins one line per operand) as one line of progress."""
     return "; ".join(str(message or "").splitlines())

@@ -3,15 +3,15 @@ status can read ready from before its operands' new template reached every node.
 
 from __future__ import annotations
 
-from components.cluster.objects import Json
+from components.cluster.objects import Json, template_seen
 
 
 def rollout_gap(daemonset: Json) -> str:
     """What a RollingUpdate DaemonSet still lacks to be rolled out ("" when nothing): its controller
     has seen its latest template, and every pod it wants runs that template and is available."""
-    status = daemonset.get("status") or {}
-    if int(status.get("observedGeneration", 0)) < int(daemonset["metadata"].get("generation", 0)):
+    if not template_seen(daemonset):
         return "its new template not picked up yet"
+    status = daemonset.get("status") or {}
     desired = int(status.get("desiredNumberScheduled", 0))
     updated, available = int(status.get("updatedNumberScheduled", 0)), int(status.get("numberAvailable", 0))
     if updated < desired:

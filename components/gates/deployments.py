@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from components.cluster.objects import Json, conditions, name
+from components.cluster.objects import Json, conditions, name, template_seen
 from components.cluster.results import CheckResult
 
 
 def _available(deployment: Json) -> bool:
-    """Available on its latest template: a status its controller wrote before a pin bump's new
-    template reached it still counts the old pods as updated."""
+    """Available on its latest template (a pin bump's new image is not rolled until it is seen)."""
     status = deployment.get("status") or {}
     wanted = (deployment.get("spec") or {}).get("replicas", 1)
     return (
-        int(status.get("observedGeneration", 0)) >= int(deployment["metadata"].get("generation", 0))
+        template_seen(deployment)
         and conditions(deployment).get("Available", {}).get("status") == "True"
         and status.get("updatedReplicas", 0) == wanted
     )

@@ -16,7 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from components.cluster.objects import Json, asks_for_gpus, is_fractional, labels_of, name, pod_ready, qualified
+from components.cluster.objects import (
+    Json,
+    asks_for_gpus,
+    is_fractional,
+    labels_of,
+    name,
+    pod_ready,
+    qualified,
+    template_seen,
+)
 from components.proofs.smoke_decisions import SmokeSpec
 from components.vocabulary.fractioning import NODE_READY_CONDITION
 from components.vocabulary.kai import RESERVATION_NAMESPACE
@@ -67,10 +76,7 @@ def carries_version(daemonset: Json, version: str) -> bool:
     `<version>-<os>`) and the DaemonSet controller has seen that template."""
     spec = (daemonset.get("spec") or {}).get("template", {}).get("spec") or {}
     tags = [str(c.get("image", "")).rsplit(":", 1)[-1] for c in spec.get("containers") or []]
-    seen = int((daemonset.get("status") or {}).get("observedGeneration", 0))
-    return any(tag == version or tag.startswith(f"{version}-") for tag in tags) and seen >= int(
-        daemonset["metadata"].get("generation", 1)
-    )
+    return any(tag == version or tag.startswith(f"{version}-") for tag in tags) and template_seen(daemonset)
 
 
 def node_of(pod: Json) -> str:

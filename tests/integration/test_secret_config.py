@@ -15,7 +15,7 @@ six characters, as a number's is, only as a whole value) and a number by its val
 (components/config/secrets.py). Two text probes never share a round: one image reference holds both
 the registry and the tag, and either would keep it secret for the other. Nor do two number probes:
 one object holding both would be kept secret whole. The keys with no probe have no leak to look for;
-they go one to a round, beside the probes.
+they are spread over the probes' rounds in turn.
 """
 
 from __future__ import annotations
