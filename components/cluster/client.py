@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
 import yaml
 
-from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Conflict, Json
+from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Conflict, DryRun, Json
 from components.cluster.waiting import Clock, Deadline, poll
 from components.config.types import is_kubeconfig_contents
 
@@ -55,6 +56,28 @@ def read_to_end(response: Any) -> None:
     again: one left unread is closed, and the next call pays a new TLS handshake."""
     response.drain_conn()
     response.release_conn()
+
+
+# One warning of a `Warning` header: code, agent, quoted text (a backslash escapes a quote or a
+# backslash), an optional quoted date, then a comma before the next (k8s.io/apimachinery v0.37.2 pkg/util/net/http.go,
+# ParseWarningHeader and makeQuotedString).
+_WARNING = re.compile(r'\s*([0-9]{3}) (\S+) "((?:[^"\\]|\\.)*)"(?:\s*"[^"]*")?\s*(?:,|$)')
+
+
+def warning_texts(headers: list[str]) -> tuple[str, ...]:
+    """The texts of the code-299 warnings in `Warning` header values, the only code the API server
+    sends and client-go shows (client-go v0.37.2 rest/warnings.go). Each warning is a header line
+    of its own, and one line may hold several; a malformed rest of a line is dropped, as client-go
+    drops it."""
+    texts = []
+    for header in headers:
+        # http.client reads header bytes as latin-1; the API server writes the text as UTF-8.
+        line = header.encode("latin-1", "replace").decode("utf-8", "replace")
+        while match := _WARNING.match(line):
+            if match[1] == "299" and match[3]:
+                texts.append(re.sub(r"\\(.)", r"\1", match[3]))
+            line = line[match.end() :]
+    return tuple(texts)
 
 
 class KubeClient:
@@ -161,9 +184,9 @@ class KubeClient:
         )
         return list(raw_json(listing)["items"])
 
-    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> str | None:
+    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> DryRun:
         """Creates `manifest` as a server-side dry run, through every admission step and webhook but
-        stored nowhere: None when it is admitted, else the API server's message."""
+        stored nowhere: the API server's refusal (None when it is admitted) and its warnings."""
         base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"  # the core group has only v1
         scope = f"/namespaces/{namespace}" if namespace else ""
         return self._dry_run("POST", f"{base}{scope}/{plural}", manifest, "application/json")
@@ -176,9 +199,9 @@ class KubeClient:
             f"/api/v1/namespaces/{namespace}/pods/{pod}/ephemeralcontainers",
             {"spec": {"ephemeralContainers": [container]}},
             "application/strategic-merge-patch+json",
-        )
+        ).refusal
 
-    def _dry_run(self, method: str, path: str, body: Json, content_type: str) -> str | None:
+    def _dry_run(self, method: str, path: str, body: Json, content_type: str) -> DryRun:
         try:
             answer = self.client.call_api(
                 path,
@@ -191,12 +214,13 @@ class KubeClient:
                 _return_http_data_only=True,
             )
         except self._api.ApiException as error:
+            warnings = warning_texts(error.headers.getlist("Warning")) if error.headers else ()
             try:
-                return str(json.loads(error.body).get("message") or error.reason)
+                return DryRun(str(json.loads(error.body).get("message") or error.reason), warnings)
             except (TypeError, ValueError):
-                return f"{error.status} {error.reason}"
+                return DryRun(f"{error.status} {error.reason}", warnings)
         read_to_end(answer)
-        return None
+        return DryRun(None, warning_texts(answer.headers.getlist("Warning")))
 
     # ---------------------------------------------------------------- pods
 

@@ -3,6 +3,7 @@ by, so that a test's fake cluster stands where it does."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 Json = dict[str, Any]
@@ -15,6 +16,15 @@ POD_GONE_TIMEOUT_SECONDS = 120.0
 class Conflict(Exception):
     """A patch that carried `metadata.resourceVersion` found the object changed since it was read
     (HTTP 409): read it again and decide the patch anew."""
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What a server-side dry run met: the API server's refusal (None when it admitted the object)
+    and the warnings it answered with, a Warn-mode admission policy's among them."""
+
+    refusal: str | None
+    warnings: tuple[str, ...] = ()
 
 
 class Cluster(Protocol):
@@ -49,7 +59,7 @@ class Cluster(Protocol):
 
     def list_endpoint_slices(self, namespace: str, service: str) -> list[Json]: ...
 
-    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> str | None: ...
+    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> DryRun: ...
 
     def read_pod(self, namespace: str, name: str) -> Json | None: ...
 

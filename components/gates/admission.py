@@ -1,11 +1,12 @@
 """The gate after the fractional-pod admission policy: the ValidatingAdmissionPolicy compiled, its
-binding in the configured mode and, in deny mode, a dry run of a fractional pod that runs as root
-refused by it. `check_fraction_admission` reads the cluster; each `decide_*` decides from plain JSON."""
+binding in the configured mode, and a dry run of a fractional pod that runs as root met as the mode
+says: refused in deny mode, admitted with the policy's warning in warn mode, admitted without it in
+audit mode. `check_fraction_admission` reads the cluster; each `decide_*` decides from plain JSON."""
 
 from __future__ import annotations
 
 from components.cluster.objects import Json, name, one_line
-from components.cluster.protocol import Cluster
+from components.cluster.protocol import Cluster, DryRun
 from components.cluster.protocol import Json as Manifest
 from components.cluster.results import CheckResult, guarded
 from components.gates.spec import GateSpec
@@ -35,19 +36,29 @@ def decide_admission_objects(policy: Json | None, binding: Json | None, mode: st
     return CheckResult(check, True, f"{POLICY_NAME} compiled (generation {generation}), binding in {mode} mode")
 
 
-def decide_admission_refusal(refusal: str | None, mode: str) -> CheckResult:
-    """What a server-side dry run of a fractional pod that runs as root met: in deny mode, the
-    policy's refusal (the API server loads a new policy a moment after it is stored); in warn and
-    audit mode the pod is admitted, and only the binding says the policy is in force."""
+def decide_admission_refusal(dry_run: DryRun, mode: str) -> CheckResult:
+    """What a server-side dry run of a fractional pod that runs as root met. The API server loads a
+    changed policy or binding a moment after it is stored, so only the answer tells that the mode
+    asked for is the one in force: in deny mode the policy's refusal; in warn mode admitted with the
+    policy's warning; in audit mode admitted with none (audit annotations reach only the audit log)."""
     check = "refuses-root-fraction-pod"
-    if mode != "deny":
-        if refusal is None:
-            return CheckResult(check, True, f"a root fractional pod is admitted, as {mode} mode does")
+    ours = f"ValidatingAdmissionPolicy '{POLICY_NAME}'"
+    refusal, warned = dry_run.refusal, [w for w in dry_run.warnings if ours in w]
+    if mode == "deny":
+        if refusal is not None and ours in refusal:
+            return CheckResult(check, True, "a root fractional pod is refused: " + one_line(refusal))
+        seen = f"refused by something else: {one_line(refusal)}" if refusal else "admitted"
+        return CheckResult(check, False, f"a root fractional pod was {seen}; the policy is not in force yet")
+    if refusal is not None:
         return CheckResult(check, False, f"a root fractional pod was refused in {mode} mode: {one_line(refusal)}")
-    if refusal is not None and f"ValidatingAdmissionPolicy '{POLICY_NAME}'" in refusal:
-        return CheckResult(check, True, "a root fractional pod is refused: " + one_line(refusal))
-    seen = f"refused by something else: {one_line(refusal)}" if refusal else "admitted"
-    return CheckResult(check, False, f"a root fractional pod was {seen}; the policy is not in force yet")
+    if mode == "warn" and not warned:
+        return CheckResult(check, False, "a root fractional pod is admitted with no warning from the policy yet")
+    if mode == "audit" and warned:
+        return CheckResult(
+            check, False, f"a root fractional pod still gets the policy's warning: {one_line(warned[0])}"
+        )
+    seen = "admitted with the policy's warning" if warned else "admitted"
+    return CheckResult(check, True, f"a root fractional pod is {seen}, as {mode} mode does")
 
 
 def admission_probe() -> Manifest:

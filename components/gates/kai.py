@@ -160,7 +160,7 @@ def check_kai_webhooks(cluster: Cluster, config: Json | None) -> CheckResult:
         probes = webhook_probes()
         for admits in dict.fromkeys(w.admits for w in expected):
             api_version, plural, namespace, manifest = probes[admits]
-            refusals[admits] = cluster.dry_run_create(api_version, plural, namespace, manifest)
+            refusals[admits] = cluster.dry_run_create(api_version, plural, namespace, manifest).refusal
     return decide_kai_webhooks(expected, registered, ready, refusals)
 
 

@@ -27,7 +27,7 @@ PLURALS = {
 
 def dry_run_create(cluster: KubeClient, manifest: dict[str, Any], namespace: str) -> str | None:
     """None when the API server admits `manifest` in `namespace`, else its message."""
-    return cluster.dry_run_create(manifest["apiVersion"], PLURALS[manifest["kind"]], namespace, manifest)
+    return cluster.dry_run_create(manifest["apiVersion"], PLURALS[manifest["kind"]], namespace, manifest).refusal
 
 
 @contextmanager

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Conflict, Json
+from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Conflict, DryRun, Json
 
 
 def resource(group: str, plural: str) -> str:
@@ -88,6 +88,8 @@ class FakeCluster:
     execs: dict[tuple[str, ...], str] = field(default_factory=dict)
     # plural → the API server's refusal of a dry-run create of it; any other is admitted
     refusals: dict[str, str] = field(default_factory=dict)
+    # plural → the warnings the API server answers a dry-run create of it with
+    warnings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # (namespace, name) → the object's events, as "Reason: message"
     events: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     # the (group, resource) pairs the caller may not create; any other it may
@@ -220,9 +222,9 @@ class FakeCluster:
     def list_endpoint_slices(self, namespace: str, service: str) -> list[Json]:
         return self._selected("endpointslices.discovery.k8s.io", namespace, f"kubernetes.io/service-name={service}")
 
-    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> str | None:
+    def dry_run_create(self, api_version: str, plural: str, namespace: str | None, manifest: Json) -> DryRun:
         self.dry_runs.append((api_version, plural, namespace, manifest))
-        return self.refusals.get(plural)
+        return DryRun(self.refusals.get(plural), self.warnings.get(plural, ()))
 
     # ---------------------------------------------------------------- pods
 

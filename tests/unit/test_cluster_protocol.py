@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.cluster.client import KubeClient
+from components.cluster.client import KubeClient, warning_texts
 from components.cluster.protocol import Cluster, Conflict, Json
 from tests.unit.fake_cluster import FakeCluster, field_selected, selected
 
@@ -84,3 +84,24 @@ def test_a_node_patch_the_api_server_refuses_as_stale_is_a_conflict_and_any_othe
     cluster.core = RefusingCore(403)
     with pytest.raises(ApiException):
         cluster.patch_node("gpu-node-0", {"spec": {"unschedulable": True}})
+
+
+def test_warning_headers_are_read_as_the_api_server_writes_them() -> None:
+    """Header values as k8s.io/apimachinery v0.37.2 NewWarningHeader formats them: code 299, agent
+    `-`, the text quoted with `"` and `\\` escaped, one warning per header line; RFC 7234 also lets a
+    line hold several, each with an optional date."""
+    policy = "Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': container(s) main run as UID 0"
+    assert warning_texts([f'299 - "{policy}"']) == (policy,)
+    assert warning_texts(['299 - "a \\"quoted\\" word, and a \\\\"', '299 - "second"']) == (
+        'a "quoted" word, and a \\',
+        "second",
+    )
+    assert warning_texts(['299 - "one", 299 kube-apiserver "two" "Sat, 05 Dec 2026 19:00:00 GMT", 299 - "three"']) == (
+        "one",
+        "two",
+        "three",
+    )
+    # http.client reads the UTF-8 the API server writes as latin-1.
+    assert warning_texts(['299 - "größe"'.encode().decode("latin-1")]) == ("größe",)
+    assert warning_texts(['199 - "not the API server\'s"', '299 - ""', "not a warning", ""]) == ()
+    assert warning_texts(['299 - "kept", garbage', '299 - "unterminated']) == ("kept",)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from components.cluster.protocol import DryRun
 from components.config.load import ConfigError, parse_config
 from components.gates import admission as decide
 from components.gates.admission import admission_probe
@@ -186,7 +187,7 @@ REFUSED = (
 
 def test_the_gate_holds_once_the_policy_is_compiled_bound_and_refusing() -> None:
     assert decide.decide_admission_objects(POLICY_OBJECT, BINDING_OBJECT, "deny").passed
-    assert decide.decide_admission_refusal(REFUSED, "deny").passed
+    assert decide.decide_admission_refusal(DryRun(REFUSED), "deny").passed
 
 
 @pytest.mark.parametrize(
@@ -217,12 +218,42 @@ def test_the_gate_waits_for_the_policy_and_its_binding(
     assert not result.passed and says in result.detail, result.detail
 
 
+# As the API server words a Warn binding's failed validation (k8s.io/apiserver v0.37.2
+# pkg/admission/plugin/policy/validating/dispatcher.go:254).
+WARNED = (
+    f"Validation failed for ValidatingAdmissionPolicy '{fractions.POLICY_NAME}' with binding "
+    f"'{fractions.POLICY_NAME}': container(s) main run as UID 0"
+)
+OTHER_WARNING = "Validation failed for ValidatingAdmissionPolicy 'team-policy' with binding 'team': no owner label"
+
+
 def test_in_deny_mode_only_the_policys_own_refusal_counts() -> None:
-    assert "admitted" in decide.decide_admission_refusal(None, "deny").detail
-    other = decide.decide_admission_refusal('pod rejected: RuntimeClass "nvidia" not found', "deny")
+    assert "admitted" in decide.decide_admission_refusal(DryRun(None), "deny").detail
+    other = decide.decide_admission_refusal(DryRun('pod rejected: RuntimeClass "nvidia" not found'), "deny")
     assert not other.passed and "refused by something else" in other.detail
-    assert decide.decide_admission_refusal(None, "warn").passed, "warn admits, with a warning"
-    assert not decide.decide_admission_refusal(REFUSED, "audit").passed
+    assert not decide.decide_admission_refusal(DryRun(None, (WARNED,)), "deny").passed, "a warning is not in force"
+
+
+@pytest.mark.parametrize(
+    ("dry_run", "mode", "passed"),
+    [
+        (DryRun(None, (WARNED,)), "warn", True),
+        (DryRun(None, (OTHER_WARNING, WARNED)), "warn", True),
+        # The binding just moved from audit (or deny) to warn: the API server still runs the old one.
+        (DryRun(None), "warn", False),
+        (DryRun(None, (OTHER_WARNING,)), "warn", False),
+        (DryRun(REFUSED), "warn", False),
+        (DryRun(None), "audit", True),
+        (DryRun(None, (OTHER_WARNING,)), "audit", True),
+        # The binding just moved from warn to audit: the API server still warns.
+        (DryRun(None, (WARNED,)), "audit", False),
+        (DryRun(REFUSED), "audit", False),
+    ],
+)
+def test_in_warn_and_audit_mode_the_gate_holds_once_the_answer_is_the_modes(
+    dry_run: DryRun, mode: str, passed: bool
+) -> None:
+    assert decide.decide_admission_refusal(dry_run, mode).passed is passed
 
 
 def test_the_gate_probes_with_a_dry_run_of_a_root_fractional_pod_in_default() -> None:
