@@ -21,20 +21,20 @@ NAMESPACE = "kube-system"
 
 DEFAULTS = {
     # From the ClusterPolicy to a loaded driver: then GFD and the device plugin start.
-    "gpu-operator": 4.0,
+    "gpu-operator": 2.0,
     # From kai-config to the operator's Deployments.
-    "kai-operator": 2.0,
+    "kai-operator": 1.0,
     # From the default GpuFractioningConfig to its DaemonSets.
-    "gpu-fractioning": 2.0,
+    "gpu-fractioning": 1.0,
     # From an mpsd pod's deletion to its exit (the real daemon takes about a minute; every destroy
     # waits this out, so the default is short, and the driver rollout benchmark sets its own).
-    "mpsd-stop": 3.0,
+    "mpsd-stop": 1.0,
     # From the old driver unloaded to the new one loaded on a node (the real build takes minutes).
     "driver-install": 1.0,
     # From an nvml-mock pod running to its node labelled gpu.present.
     "nvml-mock": 1.0,
     # From KAI's serving Deployment existing to its webhooks answering (a pod's start).
-    "kai-webhooks": 2.0,
+    "kai-webhooks": 1.0,
 }
 
 
