@@ -73,7 +73,7 @@ def main() -> None:
                 succeeded = False
         return succeeded
 
-    start_watches(cluster.open_watch, ALARM, stop, say)
+    start_watches(cluster.open_watch, ALARM, stop, say, cluster.store)
     say("stand-in operators running")
     run_rounds(round_, ALARM, stop)
 

@@ -1,4 +1,5 @@
-"""The API calls the stand-in operators make: plain JSON over the kubernetes client's REST layer."""
+"""The API calls the stand-in operators make: plain JSON over the kubernetes client's REST layer,
+reads of a watched kind answered from the store its watch keeps (informer.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from standins.operators.informer import Store, split_path
 from standins.operators.watching import ALARM, WATCH_SECONDS, Alarm
 
 Json = dict[str, Any]
@@ -36,6 +38,7 @@ class Cluster:
         configuration.connection_pool_maxsize = 32
         self._api = client.ApiClient(configuration)
         self._watches: set[Any] = set()
+        self.store = Store()
 
     def _call(
         self, method: str, url: str, body: Any = None, content_type: str = "application/json", **query: str
@@ -60,21 +63,39 @@ class Cluster:
         return json.loads(response.data) if response.data else None
 
     def get(self, url: str) -> Json | None:
+        answered, held = self.store.get(url)
+        if answered:
+            return held
         found: Json | None = self._call("GET", url)
         return found
 
     def list(self, url: str, selector: str = "", field_selector: str = "") -> list[Json]:
+        held = None if field_selector else self.store.list(url, selector)
+        if held is not None:
+            return held
         found = self._call("GET", url, labelSelector=selector, fieldSelector=field_selector)
         return list(found["items"]) if found else []
 
     def create(self, url: str, body: Json) -> None:
-        self._call("POST", url, body)
+        self._written(url, self._call("POST", url, body))
 
     def patch(self, url: str, patch: Json, content_type: str = MERGE_PATCH) -> None:
-        self._call("PATCH", url, patch, content_type)
+        self._written(url, self._call("PATCH", url, patch, content_type))
 
     def delete(self, url: str) -> None:
-        self._call("DELETE", url)
+        answer = self._call("DELETE", url)
+        where = split_path(url)
+        if answer is not None and answer.get("kind") != "Status":
+            self._written(url, answer)  # still there: a finalizer holds it, now with its deletionTimestamp
+        elif where is not None:
+            self.store.forget(*where)
+
+    def _written(self, url: str, answer: Json | None) -> None:
+        """The API server's answer to a write (of the object or its status), into the store: the
+        next read sees it."""
+        where = split_path(url.removesuffix("/status"))
+        if answer is not None and where is not None and answer.get("metadata"):
+            self.store.apply(where[0], "MODIFIED", answer)
 
     def close(self) -> None:
         """Closes every connection, open watches first: their readers end at once."""
@@ -84,10 +105,13 @@ class Cluster:
 
     def open_watch(self, url: str, resource_version: str) -> Iterator[bytes]:
         """The lines of a watch of `url` from `resource_version` (when empty, the API server first
-        sends every object as ADDED): one JSON event each, until it ends the watch after WATCH_SECONDS."""
+        sends every object as ADDED, then a bookmark saying so): one JSON event each, until it ends
+        the watch after WATCH_SECONDS."""
         query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_SECONDS))]
         if resource_version:
             query.append(("resourceVersion", resource_version))
+        else:  # the current state first, closed by a bookmark (watching.INITIAL_EVENTS_END)
+            query += [("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan")]
         response = self._api.call_api(
             url,
             "GET",

@@ -1,6 +1,7 @@
 """When the stand-in operators run: as a controller's informers would have them, on a change of what
 they read (one watch per kind, reconnecting after any break, relisting after 410 Gone), when a
-delay one of them waits out has passed, and at a periodic resync. Idle, nothing polls.
+delay one of them waits out has passed, and at a periodic resync. Idle, nothing polls. Each watch
+also keeps its kind's objects in the store the operators read (informer.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 # What the operators read, and so what wakes them (standins/operators/*.py, every list and get).
 WATCHED = (
@@ -116,6 +117,27 @@ class Kinds:
         stop.wait(RECONNECT_SECONDS)
 
 
+class Kept(Protocol):
+    """Where each watch keeps its kind's objects for the operators to read (informer.Store)."""
+
+    def restart(self, collection: str) -> None: ...
+
+    def synced(self, collection: str) -> None: ...
+
+    def apply(self, collection: str, kind: str, obj: dict[str, Any]) -> None: ...
+
+
+# A watch opened from the current state streams every object, then a bookmark with this annotation
+# (the API server's streaming list, KEP-3157: watch with sendInitialEvents=true).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+def initial_events_end(obj: Mapping[str, Any]) -> bool:
+    """Whether a BOOKMARK event closes the current state a watch streamed first."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(INITIAL_EVENTS_END) == "true"
+
+
 class Gone(Exception):
     """The resource version a watch asked for is too old (410): start again from the current state."""
 
@@ -145,18 +167,26 @@ def watch_forever(
     stop: threading.Event,
     log: Callable[[str], None],
     kinds: Kinds | None = None,
+    store: Kept | None = None,
 ) -> None:
     """Follows `url` until `stop`: rings on every change, reopens from the last resource version
     after a break, from the current state (every object ADDED again) after 410 Gone, and waits a
     moment after a failure; a kind not served yet waits for a CRD to change (`kinds`, which the
-    watch of CRDS counts)."""
+    watch of CRDS counts). Every event goes into `store`, synced once the current state is in."""
     version = ""
     while not stop.is_set():
         seen = kinds.count if kinds else 0
+        if store is not None and not version:
+            store.restart(url)
         try:
             for kind, obj in watch_events(open_watch(url, version)):
                 version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                if kind != "BOOKMARK":
+                if kind == "BOOKMARK":
+                    if store is not None and initial_events_end(obj):
+                        store.synced(url)
+                else:
+                    if store is not None:
+                        store.apply(url, kind, dict(obj))
                     alarm.ring()
                     if kinds and url == CRDS:
                         kinds.changed()
@@ -177,11 +207,17 @@ def watch_forever(
             stop.wait(RECONNECT_SECONDS)
 
 
-def start_watches(open_watch: Opener, alarm: Alarm, stop: threading.Event, log: Callable[[str], None]) -> None:
+def start_watches(
+    open_watch: Opener, alarm: Alarm, stop: threading.Event, log: Callable[[str], None], store: Kept | None = None
+) -> None:
     kinds = Kinds()
     for url in (*WATCHED, CRDS):
+        keep = store if url in WATCHED else None
         threading.Thread(
-            target=watch_forever, args=(open_watch, url, alarm, stop, log, kinds), name=f"watch {url}", daemon=True
+            target=watch_forever,
+            args=(open_watch, url, alarm, stop, log, kinds, keep),
+            name=f"watch {url}",
+            daemon=True,
         ).start()
 
 
