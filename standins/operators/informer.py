@@ -97,11 +97,14 @@ class Store:
         self._lock = threading.Lock()
         self._objects: dict[str, dict[tuple[str, str], Json]] = {}
         self._synced: set[str] = set()
+        # The version each object was deleted at: an answer to a write the API server gave before
+        # the deletion (a patch removing the last finalizer) can reach the store after its event.
+        self._deleted: dict[str, dict[tuple[str, str], int]] = {}
 
     def restart(self, collection: str) -> None:
         """A watch starts again from the current state: forget what it had until it is synced again."""
         with self._lock:
-            self._objects[collection] = {}
+            self._objects[collection], self._deleted[collection] = {}, {}
             self._synced.discard(collection)
 
     def synced(self, collection: str) -> None:
@@ -115,12 +118,14 @@ class Store:
         if not (obj.get("metadata") or {}).get("name"):
             return
         with self._lock:
-            objects = self._objects.setdefault(collection, {})
-            key, held = _key(obj), objects.get(_key(obj))
+            objects, deleted = self._objects.setdefault(collection, {}), self._deleted.setdefault(collection, {})
+            key, version = _key(obj), _version(obj)
+            held = objects.get(key)
             if kind == "DELETED":
-                if held is None or _version(held) <= _version(obj):
+                deleted[key] = max(version, deleted.get(key, 0))
+                if held is None or _version(held) <= version:
                     objects.pop(key, None)
-            elif held is None or _version(held) <= _version(obj):
+            elif (held is None or _version(held) <= version) and deleted.get(key, -1) < version:
                 objects[key] = obj
 
     def forget(self, collection: str, namespace: str, name: str) -> None:

@@ -118,6 +118,19 @@ def test_an_older_version_never_replaces_a_newer_one() -> None:
     assert store.get("/api/v1/namespaces/team/pods/job-0") == (True, None)
 
 
+def test_an_answer_that_arrives_after_the_deletion_it_caused_does_not_bring_the_object_back() -> None:
+    """An operator removes the last finalizer of a deleting pod: the API server answers the patch with
+    the pod (version 11) and deletes it (version 12); the watch's DELETED can be applied first."""
+    store = Store()
+    store.synced(PODS)
+    store.apply(PODS, "ADDED", pod("mpsd-x", "10"))
+    store.apply(PODS, "DELETED", pod("mpsd-x", "12"))
+    store.apply(PODS, "MODIFIED", pod("mpsd-x", "11"))
+    assert store.get("/api/v1/namespaces/team/pods/mpsd-x") == (True, None)
+    store.apply(PODS, "ADDED", pod("mpsd-x", "15"))
+    assert store.get("/api/v1/namespaces/team/pods/mpsd-x")[1] == pod("mpsd-x", "15"), "made again under its name"
+
+
 def test_the_watch_fills_the_store_syncs_it_at_the_bookmark_and_starts_over_after_410() -> None:
     stop, alarm, store = threading.Event(), Alarm(), Store()
     synced_after_first: list[bool] = []
