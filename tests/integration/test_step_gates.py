@@ -53,7 +53,7 @@ def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> No
     workspace = new_a100(tmp_path, "slow")
     try:
         # Long enough for each gate to be seen waiting, and for the look below while the driver loads.
-        with stand_in_operators(gpu_operator=10, kai_operator=5, kai_webhooks=5, gpu_fractioning=5):
+        with stand_in_operators(gpu_operator=6, kai_operator=3, kai_webhooks=3, gpu_fractioning=3):
             run = workspace.start("up", "--yes", "--skip-preview", stack="slow")
             wait_until(lambda: exists("runtimeclass", "nvidia"), timeout=300, what="the operator's RuntimeClass")
             # The driver is still loading: no GFD labels, no GPUs advertised, and KAI not started.
@@ -65,7 +65,7 @@ def test_up_waits_for_each_slow_operator_and_then_succeeds(tmp_path: Path) -> No
         assert "GPU Operator ready: waiting" in output and "gpu-nodes: gpu-node-0: " in output
         assert "GPU Operator ready: all 5 checks hold after" in output
         assert "KAI-Scheduler ready: waiting" in output and "not created yet: admission" in output
-        # The operator registers its webhooks with its Deployments; their pods answer 5 s later.
+        # The operator registers its webhooks with its Deployments; their pods answer 3 s later.
         assert "kai-queue-validation-v2 does not answer: a dry-run create of queues was refused" in output
         assert "KAI-Scheduler ready: all 5 checks hold after" in output
         refused = [line for line in output.splitlines() if "failed calling webhook" in line]
