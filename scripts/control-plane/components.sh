@@ -90,7 +90,7 @@ start_stand_in_operators() {
   PYTHONPATH=$REPO setsid "$KGF_STATE_DIR/engine-venv/bin/python" -m standins.operators \
     --kubeconfig="$KUBECONFIG_FILE" --workdir="$STATE/stand-in-operators" \
     >>"$STATE/logs/kgf-stand-in-operators.log" 2>&1 </dev/null &
-  echo $! >"$STATE/run/kgf-stand-in-operators.pid"
+  started kgf-stand-in-operators $!
 }
 
 # The registry: TLS from the instance's CA, one htpasswd user whose password is made once and

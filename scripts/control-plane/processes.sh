@@ -28,7 +28,21 @@ start() {
   shift
   pid_of "$name" >/dev/null && return
   setsid "$BIN/$name" "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$STATE/run/$name.pid"
+  started "$name" $!
+}
+
+# started NAME PID: record PID as NAME's and return once it runs NAME. Until the background job has
+# exec'd setsid and then NAME, its command line is this shell's or setsid's, and pid_of (so
+# check_alive) would take a component still starting for one that exited: on two busy cores, with
+# three instances starting side by side, that window was long enough to fail a start. At most 5 s:
+# one that exits at once is reported by check_alive, with its log.
+started() {
+  echo "$2" >"$STATE/run/$1.pid"
+  local _
+  for _ in {1..500}; do
+    pid_of "$1" >/dev/null && return
+    sleep 0.01
+  done
 }
 
 stop() {
