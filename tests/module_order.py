@@ -1,7 +1,8 @@
 """The order the parallel workers take test modules in, so that no long module starts last and runs
 alone while the other workers idle (scripts/test.sh: `--dist loadfile --no-loadscope-reorder`).
 
-Modules go alternately the longest and the shortest left, by their wall times in the last run: a
+Modules go alternately the longest and the shortest left, by their wall times in the last run
+(a whole run of the suite that was not stopped early: a part of a module would read as short): a
 worker that starts a module's last two tests is sent the next module at once, so the module after
 a long one is best a short one, and the next long one goes to whichever worker is free first.
 The times are kept in the JSON file `--module-times` names (scripts/test.sh keeps it in the cache,
@@ -74,7 +75,11 @@ class ModuleTimes:
         if self.records:
             self.ran[module_of(report.nodeid)] += report.duration
 
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # A run stopped early (Ctrl-C, -x, --maxfail) has only part of some modules' times.
+        stopped = exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+        if stopped or session.shouldfail or session.shouldstop:
+            return
         if self.records and self.ran:
             times = {**read_times(self.path), **{m: round(s, 1) for m, s in self.ran.items()}}
             self.path.parent.mkdir(parents=True, exist_ok=True)

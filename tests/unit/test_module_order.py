@@ -113,3 +113,20 @@ def test_a_run_of_part_of_the_suite_records_nothing(tmp_path: Path) -> None:
         run = run_pytest(root, f"--module-times={times}", *narrowed)
         assert run.returncode == 0, run.stdout + run.stderr
         assert not times.exists(), f"{narrowed} ran part of the suite"
+
+
+@pytest.mark.parametrize(
+    ("test", "args"),
+    [
+        ("def test_one():\n    raise KeyboardInterrupt\n", []),
+        ("def test_one():\n    assert False\n", ["-x"]),
+    ],
+    ids=["interrupted", "stopped-at-a-failure"],
+)
+def test_a_run_stopped_early_records_nothing(tmp_path: Path, test: str, args: list[str]) -> None:
+    root = suite(tmp_path)
+    (root / "t" / "test_long.py").write_text(test)
+    times = tmp_path / "times.json"
+    run = run_pytest(root, f"--module-times={times}", "-p", "no:randomly", *args)
+    assert run.returncode in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED), run.stdout + run.stderr
+    assert not times.exists(), "a run stopped early has only part of some modules' times"
