@@ -17,7 +17,7 @@
 # pairs and kubeconfig), processes.sh (supervising the processes) and components.sh (how each of
 # the eight is started).
 #
-# Usage: scripts/control-plane.sh [--instance local|test|test2|test3|bench] build | up | down [--purge] | env | status
+# Usage: scripts/control-plane.sh [--instance local|test|test2|test3|test4|bench] build | up | down [--purge] | env | status
 #   build          build the binaries (and the kubectl and helm clients) once into the version-keyed cache
 #   up             build if needed, start everything, apply the fake nodes
 #   down [--purge] stop everything; --purge also deletes the instance's state
@@ -57,7 +57,8 @@ case $INSTANCE in
   # The test tier's parallel workers, one control plane each (scripts/test.sh).
   test2) PORTS=(12679 16743 20550 15743) ;;
   test3) PORTS=(12779 16843 20650 15843) ;;
-  *) printf 'control-plane.sh: unknown instance %q (local, test, test2, test3 or bench)\n' "$INSTANCE" >&2; exit 2 ;;
+  test4) PORTS=(12879 16943 20750 15943) ;;
+  *) printf 'control-plane.sh: unknown instance %q (local, test, test2, test3, test4 or bench)\n' "$INSTANCE" >&2; exit 2 ;;
 esac
 KGF_SCRIPT="control-plane $INSTANCE"
 
