@@ -247,6 +247,32 @@ class Servicer(ProviderServicer):
         return await hosted.Construct(request, context)
 
 
+# How often the plugin asks whether the engine that started it is still there. Pulumi's own plugins
+# ask every 5 minutes (sdk/go/pulumi/provider/main.go:131 at v3.260.0); a `pulumi up` killed outright
+# (a cancelled CI job) would leave this Python process and its port behind that long.
+ENGINE_CHECK_SECONDS = 5.0
+
+
+async def stop_when_the_engine_is_gone(
+    engine: str, server: grpc.aio.Server, every: float = ENGINE_CHECK_SECONDS
+) -> None:
+    """Calls the engine's gRPC health service every `every` seconds, as rpcutil.Healthcheck does
+    (sdk/go/common/util/rpcutil/health.go), and stops `server` once the engine no longer answers at
+    all. Unimplemented counts as alive, as upstream counts it, and so does a slow answer: only a
+    closed port (UNAVAILABLE) stops the plugin, never a busy engine mid-update."""
+    async with grpc.aio.insecure_channel(engine) as channel:
+        # An empty HealthCheckRequest is zero bytes on the wire.
+        check = channel.unary_unary("/grpc.health.v1.Health/Check")
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await check(b"", timeout=max(every, 30.0))
+            except grpc.aio.AioRpcError as error:
+                if error.code() == grpc.StatusCode.UNAVAILABLE:
+                    await server.stop(grace=None)
+                    return
+
+
 def serve(args: list[str]) -> None:
     """Serves the plugin on a loopback port, which it prints first, as the engine expects."""
     engine = next((a for a in args if not a.startswith("-")), "")
@@ -262,6 +288,9 @@ def serve(args: list[str]) -> None:
         await server.start()
         sys.stdout.write(f"{port}\n")
         sys.stdout.flush()
+        watch = asyncio.create_task(stop_when_the_engine_is_gone(engine, server)) if engine else None
         await server.wait_for_termination()
+        if watch is not None:
+            watch.cancel()
 
     asyncio.run(run())

@@ -27,7 +27,15 @@ from components.cluster.engine import (
     show_progress,
 )
 from components.cluster.results import ReportedFailure
-from components.plugin import RESOURCES, Plugin, plain_map, plainly, plugin_version, property_map
+from components.plugin import (
+    RESOURCES,
+    Plugin,
+    plain_map,
+    plainly,
+    plugin_version,
+    property_map,
+    stop_when_the_engine_is_gone,
+)
 from components.teardown.waits import KeptObjectsDeleted
 
 Result = TypeVar("Result")
@@ -190,3 +198,24 @@ def test_a_checks_progress_goes_to_the_engines_log_under_its_resource() -> None:
 
 def test_the_version_is_the_projects() -> None:
     assert plugin_version() == "0.1.0"
+
+
+def test_the_plugin_serves_while_its_engine_answers_and_stops_once_it_is_gone() -> None:
+    """A stand-in engine with no health service answers UNIMPLEMENTED, which counts as alive, as
+    Pulumi's rpcutil.Healthcheck counts it; once its port is closed, the plugin's server stops."""
+
+    async def scenario() -> tuple[bool, bool]:
+        engine, plugin = grpc.aio.server(), grpc.aio.server()
+        port = engine.add_insecure_port("127.0.0.1:0")
+        plugin.add_insecure_port("127.0.0.1:0")
+        await engine.start()
+        await plugin.start()
+        watch = asyncio.create_task(stop_when_the_engine_is_gone(f"127.0.0.1:{port}", plugin, every=0.05))
+        # wait_for_termination says whether it timed out: the server still served.
+        served_while_alive = await plugin.wait_for_termination(timeout=0.5)
+        await engine.stop(grace=None)
+        stopped_once_gone = not await plugin.wait_for_termination(timeout=5)
+        watch.cancel()
+        return served_while_alive, stopped_once_gone
+
+    assert asyncio.run(scenario()) == (True, True)
