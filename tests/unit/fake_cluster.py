@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.cluster.protocol import POD_GONE_TIMEOUT_SECONDS, Conflict, DryRun, Json
+from standins.operators.informer import matches
 
 
 def resource(group: str, plural: str) -> str:
@@ -28,25 +29,6 @@ def resource(group: str, plural: str) -> str:
 def labels_of(selector: str) -> dict[str, str]:
     """The labels an equality selector (`a=b,c=d`) selects by, for an object it is to select."""
     return dict(term.split("=", 1) for term in selector.split(","))
-
-
-def selected(labels: dict[str, Any], selector: str) -> bool:
-    """Whether labels match an equality-based label selector (`a=b`, `a==b`, `a!=b`, `a`, `!a`)."""
-    for term in filter(None, (t.strip() for t in selector.split(","))):
-        if "!=" in term:
-            key, value = term.split("!=", 1)
-            if labels.get(key.strip()) == value.strip():
-                return False
-        elif "=" in term:
-            key, value = term.replace("==", "=").split("=", 1)
-            if labels.get(key.strip()) != value.strip():
-                return False
-        elif term.startswith("!"):
-            if term[1:] in labels:
-                return False
-        elif term not in labels:
-            return False
-    return True
 
 
 def field_selected(obj: Json, selector: str) -> bool:
@@ -161,7 +143,7 @@ class FakeCluster:
         return [
             obj
             for obj in self.listed(resource, namespace)
-            if selected((obj.get("metadata") or {}).get("labels") or {}, label_selector)
+            if matches((obj.get("metadata") or {}).get("labels") or {}, label_selector)
             and field_selected(obj, field_selector)
         ]
 

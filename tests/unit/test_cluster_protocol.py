@@ -10,7 +10,8 @@ import pytest
 
 from components.cluster.client import KubeClient, warning_texts
 from components.cluster.protocol import Cluster, Conflict, Json
-from tests.unit.fake_cluster import FakeCluster, field_selected, selected
+from standins.operators.informer import matches
+from tests.unit.fake_cluster import FakeCluster, field_selected
 
 # KubeClient's calls no check makes: how a client is made, and the `kubectl debug` dry run only the
 # integration tier's admission cases send.
@@ -43,8 +44,8 @@ def test_kube_client_and_the_fake_are_clusters() -> None:
 
 def test_the_fake_selects_by_labels_and_fields_as_the_api_server_does() -> None:
     labels = {"app": "mpsd", "tier": "node"}
-    assert selected(labels, "") and selected(labels, "app=mpsd") and selected(labels, "app==mpsd,tier")
-    assert not selected(labels, "app=mpsd,tier!=node") and not selected(labels, "!tier") and not selected(labels, "x")
+    assert matches(labels, "") and matches(labels, "app=mpsd") and matches(labels, "app==mpsd,tier")
+    assert not matches(labels, "app=mpsd,tier!=node") and not matches(labels, "!tier") and not matches(labels, "x")
     pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "gpu-node-0"}}
     assert field_selected(pod, "spec.nodeName=gpu-node-0,metadata.name=p")
     assert not field_selected(pod, "spec.nodeName=gpu-node-1") and not field_selected(pod, "status.phase=Running")
