@@ -44,7 +44,8 @@ from components.lab.isolator import isolator_values
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
 from components.lab.nvml_mock import device_plugin_manifest, nvml_mock_values
 from components.lab.queues import QUEUE_API_VERSION, queue_spec
-from components.preflight.run import PreflightSpec, read_cluster_facts
+from components.preflight.decisions import PreflightSpec
+from components.preflight.run import read_cluster_facts
 from components.stack import cluster_access
 from components.vocabulary import kai
 from tests.integration.test_dev_stack import NODE, dev_config

@@ -34,7 +34,8 @@ import yaml
 from benchmarks.engine_vs_helm import helm_cleanup, helm_clients, helm_script, timed
 from components.check_specs import preflight_expectations
 from components.config.load import parse_config
-from components.preflight.run import PreflightSpec, read_cluster_facts
+from components.preflight.decisions import PreflightSpec
+from components.preflight.run import read_cluster_facts
 from components.stack import cluster_access
 from tests.integration.stand_ins import check_pods_print, check_pods_print_nothing
 from tests.integration.test_dev_stack import dev_config

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from components.config.model import StackConfig
 from components.gates.spec import PROBE_NAMESPACE, GateSpec, Step
-from components.preflight.decisions import Expectations
+from components.preflight.decisions import Expectations, PreflightSpec
 from components.proofs.lab import AllocatableSpec, LabSpec
-from components.vocabulary.fractioning import mpsd_memory_limit_mib
+from components.vocabulary.fractioning import mpsd_memory_limit_mib, nri_socket_path
 from components.vocabulary.nvidia import MINIMUM_DRIVER_BRANCH
 
 
@@ -33,6 +33,15 @@ def preflight_expectations(config: StackConfig) -> Expectations:
         stack_installs_driver=operator.enabled and operator.driver.source == "operator",
         minimum_gpu_operator_version=config.gpu_fractioning.minimum_gpu_operator_version,
     )
+
+
+def preflight_spec(config: StackConfig) -> PreflightSpec | None:
+    """What preflight checks; None when it is off, or for a kind cluster the stack creates (it does
+    not exist before `up`)."""
+    if not config.preflight.enabled or (config.profile == "lab" and config.lab.kind is not None):
+        return None
+    socket = nri_socket_path(config.gpu_fractioning.node_runtime)
+    return PreflightSpec(preflight_expectations(config), config.preflight, socket)
 
 
 def gate_spec(config: StackConfig, step: Step) -> GateSpec:

@@ -15,7 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm
-from components.check_specs import allocatable_spec, gate_spec, lab_proof_spec, preflight_expectations
+from components.check_specs import allocatable_spec, gate_spec, lab_proof_spec, preflight_spec
 from components.cluster.engine import ClusterAccess
 from components.config.model import ADMISSION_OFF, StackConfig, is_kubeconfig_contents
 from components.forks.recipes import GPU_FRACTIONING, KAI_SCHEDULER
@@ -33,10 +33,9 @@ from components.lab.isolator import Isolator
 from components.lab.lab_pods import BOUNDARY_NOT_OBSERVED, SHARED_POD, LabPods
 from components.lab.nvml_mock import NvmlMock
 from components.lab.queues import LabQueues
-from components.preflight.run import PreflightSpec, preflight_first
-from components.proofs.resources import GpusAllocatable, LabProof, SmokeProof
+from components.preflight.run import preflight_first
+from components.proofs.resources import GpusAllocatable, LabProof, SmokeProof, proved_on
 from components.rollout.plan import Versions, read_plan
-from components.vocabulary.fractioning import nri_socket_path
 
 
 def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -> pulumi.ResourceOptions:
@@ -59,15 +58,6 @@ def in_cluster(access: ClusterAccess) -> pulumi.ResourceOptions:
         kubeconfig = pulumi.Output.secret(kubeconfig)
     provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=access.context)
     return pulumi.ResourceOptions(providers={"kubernetes": provider})
-
-
-def preflight_spec(config: StackConfig) -> PreflightSpec | None:
-    """What preflight checks; None when it is off, or for a kind cluster the stack creates (it does
-    not exist before `up`)."""
-    if not config.preflight.enabled or (config.profile == "lab" and config.lab.kind is not None):
-        return None
-    socket = nri_socket_path(config.gpu_fractioning.node_runtime)
-    return PreflightSpec(preflight_expectations(config), config.preflight, socket)
 
 
 def installed(config: StackConfig, upto: str, *releases: k8s.helm.v3.Release | None) -> pulumi.Output[Any]:
@@ -276,11 +266,6 @@ def deploy_forks(
         ),
         **smoke_test(config, access, cluster, fractioning, admission_ready),
     }
-
-
-def proved_on(proof: SmokeProof | LabProof) -> pulumi.Output[Any]:
-    """The versions the proof last held on: its outputs change only when it runs and holds."""
-    return proof.triggers.apply(lambda triggers: triggers["versions"])
 
 
 def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from components.cluster.facts import ADMIN_RESOURCES, ClusterFacts, NodeFacts, v
 from components.config.model import CheckId, PreflightConfig
 from components.preflight.fixes import FIXES, HOST_COMMANDS, LAB_RUNTIME_CLASS_FIX
 from components.preflight.host_check import MPS_NAMESPACE_COMMANDS
-from components.vocabulary.fractioning import mpsd_memory_needed_mib
+from components.vocabulary.fractioning import NRI_SOCKET, mpsd_memory_needed_mib
 from components.vocabulary.nvidia import (
     GPU_MEMORY_LABEL,
     GPU_PRESENT_LABEL,
@@ -52,6 +52,16 @@ class Expectations:
     stack_installs_driver: bool = False
     stack_labels_gpu_nodes: bool = False
     minimum_gpu_operator_version: str = "v26.7.1"
+
+
+@dataclass(frozen=True)
+class PreflightSpec:
+    """What preflight expects of the cluster, how it weighs each row, and how it reaches the GPU
+    hosts (components/stack.py builds it from the config)."""
+
+    expectations: Expectations
+    settings: PreflightConfig
+    nri_socket_path: str = NRI_SOCKET
 
 
 def evaluate(facts: ClusterFacts, expectations: Expectations, config: PreflightConfig) -> list[Finding]:

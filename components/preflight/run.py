@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -15,21 +14,9 @@ import pulumi
 from components.cluster.client import KubeClient
 from components.cluster.engine import ClusterAccess
 from components.cluster.facts import HOST_CHECKS_AT_ONCE, ClusterFacts, collect_cluster_facts
-from components.config.model import PreflightConfig
 from components.config.secrets import redact
-from components.preflight.decisions import Expectations, Finding, Outcome, blocking, evaluate
+from components.preflight.decisions import Finding, Outcome, PreflightSpec, blocking, evaluate
 from components.preflight.host_access import host_facts_reader
-from components.vocabulary.fractioning import NRI_SOCKET
-
-
-@dataclass(frozen=True)
-class PreflightSpec:
-    """What preflight expects of the cluster, how it weighs each row, and how it reaches the GPU
-    hosts (components/stack.py builds it from the config)."""
-
-    expectations: Expectations
-    settings: PreflightConfig
-    nri_socket_path: str = NRI_SOCKET
 
 
 def run_preflight(spec: PreflightSpec, access: ClusterAccess) -> list[dict[str, str]]:

@@ -107,3 +107,8 @@ class GpusAllocatable(CheckResource, handler=GpusAllocatableProvider):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(name, spec, access, opts)
+
+
+def proved_on(proof: SmokeProof | LabProof) -> pulumi.Output[Any]:
+    """The versions the proof last held on: its outputs change only when it runs and holds."""
+    return proof.triggers.apply(lambda triggers: triggers["versions"])

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.check_specs import preflight_expectations
+from components.check_specs import preflight_expectations, preflight_spec
 from components.cluster.facts import (
     ADMIN_RESOURCES,
     HOST_CHECKS_AT_ONCE,
@@ -45,7 +45,7 @@ from components.preflight.host_check import (
     parse_systemctl_is_active,
 )
 from components.preflight.run import format_report, read_cluster_facts
-from components.stack import cluster_access, preflight_spec
+from components.stack import cluster_access
 from components.vocabulary.fractioning import mpsd_memory_limit_mib, mpsd_memory_needed_mib
 from standins.operators.node_daemons import gfd_labels
 from tests.unit.fake_cluster import FakeCluster

@@ -8,10 +8,11 @@ from dataclasses import replace
 import pulumi
 import pytest
 
+from components.check_specs import preflight_spec
 from components.cluster.facts import ClusterFacts
 from components.config.load import parse_config
 from components.preflight import run as preflight
-from components.stack import cluster_access, preflight_spec
+from components.stack import cluster_access
 from tests.unit.harness import PREPARED_CLUSTER, ProgramRunner
 
 A100 = {"registry": {"server": "registry.example.com/team/kai-fork"}}
