@@ -25,6 +25,8 @@ class PullSecret:
 
 
 PRIVILEGED_NAMESPACE_LABELS = {"pod-security.kubernetes.io/enforce": "privileged"}
+# Deleting the namespace returns at once; a NamespacesGone the component depends on waits for it.
+DELETION_AWAITED_ELSEWHERE = {"pulumi.com/skipAwait": "true"}
 
 
 def install(
@@ -39,9 +41,11 @@ def install(
     privileged: bool = False,
     pull_secret: PullSecret | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
+    deletion_awaited_elsewhere: bool = False,
 ) -> k8s.helm.v3.Release:
     """A Helm release of `source` (or of a chart directory another resource produced) in a
-    namespace the stack owns, so the namespace is created before and deleted after the release."""
+    namespace the stack owns, so the namespace is created before and deleted after the release
+    (`deletion_awaited_elsewhere`: see components/teardown/waits.py, NamespacesGone)."""
     chart: pulumi.Input[str]
     if source is not None:
         chart, version, repo = source.chart, source.version, source.repo
@@ -52,8 +56,11 @@ def install(
     child = pulumi.ResourceOptions(parent=parent)
     # Every namespace the stack creates holds a system daemon: the fractional-pod policy skips it.
     labels = {**SYSTEM_NAMESPACE_LABELS, **(PRIVILEGED_NAMESPACE_LABELS if privileged else {})}
+    annotations = DELETION_AWAITED_ELSEWHERE if deletion_awaited_elsewhere else None
     ns = k8s.core.v1.Namespace(
-        f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=labels), opts=child
+        f"{name}-namespace",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=labels, annotations=annotations),
+        opts=child,
     )
     dependencies = list(depends_on)
     if pull_secret is not None:

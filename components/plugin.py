@@ -38,7 +38,7 @@ from components.cluster.results import ReportedFailure
 from components.gates.steps import StepGate
 from components.proofs.resources import GpusAllocatable, LabProof, SmokeProof
 from components.rollout.run import DriverRollout
-from components.teardown.waits import KeptObjectsDeleted, PodsGoneBeforeUninstall
+from components.teardown.waits import KeptObjectsDeleted, NamespacesGone, PodsGoneBeforeUninstall
 
 RESOURCES: tuple[type[PackageResource], ...] = (
     StepGate,
@@ -47,6 +47,7 @@ RESOURCES: tuple[type[PackageResource], ...] = (
     GpusAllocatable,
     DriverRollout,
     PodsGoneBeforeUninstall,
+    NamespacesGone,
     KeptObjectsDeleted,
 )
 

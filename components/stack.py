@@ -36,6 +36,10 @@ from components.lab.queues import LabQueues
 from components.preflight.run import preflight_first
 from components.proofs.resources import GpusAllocatable, LabProof, SmokeProof, proved_on
 from components.rollout.plan import Versions, read_plan
+from components.teardown.waits import NamespacesGone
+from components.vocabulary.kai import RESERVATION_NAMESPACE
+
+NO_EDGE = pulumi.ResourceOptions()
 
 
 def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -> pulumi.ResourceOptions:
@@ -169,6 +173,7 @@ def install_kai(
     fork: ForkSupply,
     pull_secret: helm.PullSecret | None,
     below: Installed,
+    gone: NamespacesGone | None = None,
 ) -> Installed:
     """KAI from the fork's chart and images in NvFractions mode, once the step `below` is ready."""
     kai = KaiScheduler(
@@ -184,6 +189,7 @@ def install_kai(
         local_chart=fork.chart,
         access=access,
         pull_secret=pull_secret,
+        namespaces_gone=gone,
         # KAI reads what the GPU Operator sets up (RuntimeClass, GPU labels) from the cluster, not from
         # outputs. The tag is known up front (so previews and policies see it), so the wait for the
         # pushed and verified images is an explicit edge too.
@@ -203,6 +209,7 @@ def install_gpu_fractioning(
     fork: ForkSupply,
     pull_secret: helm.PullSecret | None,
     below: Installed,
+    gone: NamespacesGone | None = None,
 ) -> Installed:
     """The gpu-fractioning node agents from the fork's chart and images, once KAI (`below`) is ready."""
     fractioning = GpuFractioning(
@@ -218,6 +225,7 @@ def install_gpu_fractioning(
         local_chart=fork.chart,
         access=access,
         pull_secret=pull_secret,
+        namespaces_gone=gone,
         # The node agents serve KAI's annotations, and KAI's operator waits for their config.
         opts=after(cluster, below.ready, fork.images),
     )
@@ -256,8 +264,11 @@ def deploy_forks(
     cluster = in_cluster(access)
     admission_ready = admission(config, access, cluster)
     operator = install_gpu_operator(config, access, cluster)
-    kai = install_kai(config, access, cluster, forks.kai, secret, operator)
-    fractioning = install_gpu_fractioning(config, access, cluster, forks.fractioning, secret, kai)
+    # Destroy deletes these together after both charts, as the guide does, and only then the GPU Operator.
+    agents = [config.kai.namespace, RESERVATION_NAMESPACE, config.gpu_fractioning.namespace]
+    gone = NamespacesGone("namespaces-gone", access=access, namespaces=agents, opts=after(NO_EDGE, operator.ready))
+    kai = install_kai(config, access, cluster, forks.kai, secret, operator, gone)
+    fractioning = install_gpu_fractioning(config, access, cluster, forks.fractioning, secret, kai, gone)
     return {
         "imageTag": config.forks.image_tag,
         "imageDigests": forks.digests,
@@ -287,6 +298,9 @@ def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
     )
     # The lab labels nodes once the device plugin advertises their GPUs.
     labels = GpuNodeLabels("gpu-node-labels", lab.node_names, lab.gpu, opts=after(cluster, allocatable))
+    # KAI's and the isolator's namespaces go together at destroy, then nvml-mock's.
+    namespaces = [config.kai.namespace, RESERVATION_NAMESPACE, lab.isolator.namespace]
+    gone = NamespacesGone("namespaces-gone", access=access, namespaces=namespaces, opts=after(NO_EDGE, labels))
     kai = KaiScheduler(
         "kai-scheduler",
         config.kai,
@@ -294,6 +308,7 @@ def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
         source=config.kai_chart,
         local_chart=None,
         access=access,
+        namespaces_gone=gone,
         # KAI caches GPU memory when it first sees a node: the labels must be there before it starts.
         opts=after(cluster, labels),
     )
@@ -305,7 +320,7 @@ def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
     # The isolator needs nothing of KAI to install (its chart's own smoke test runs without KAI, and
     # its webhook's failurePolicy is Ignore, so it blocks no pod while starting): it installs while
     # KAI does, once the GPU nodes its monitor DaemonSet selects are ready. Only the lab pods need both.
-    isolator = Isolator("isolator", lab.isolator, opts=after(cluster, labels))
+    isolator = Isolator("isolator", lab.isolator, gone, opts=after(cluster, labels))
     # Pods need their queue and the RuntimeClass shim to exist, and the admission policy in force.
     pods = LabPods("lab-pods", lab.gpu, lab.await_workloads, opts=after(cluster, queues, isolator, admission_ready))
     proof: dict[str, Any] = {"sharedPodBoundary": BOUNDARY_NOT_OBSERVED}

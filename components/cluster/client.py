@@ -118,6 +118,9 @@ class KubeClient:
         nodes = self._api.NodeV1Api(self.client)
         return list(raw_json(nodes.list_runtime_class(_preload_content=False))["items"])
 
+    def read_namespace(self, name: str) -> Json | None:
+        return self._or_none(lambda: raw_json(self.core.read_namespace(name, _preload_content=False)))
+
     def read_cluster_object(self, group: str, version: str, plural: str, name: str) -> Json | None:
         return self._or_none(lambda: dict(self.custom.get_cluster_custom_object(group, version, plural, name)))
 

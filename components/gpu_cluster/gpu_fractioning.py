@@ -12,7 +12,7 @@ from components.cluster.engine import ClusterAccess
 from components.config.model import GpuFractioningConfig
 from components.forks.recipes import GPU_FRACTIONING
 from components.owned import own_chart_leftover
-from components.teardown.waits import PodsGoneBeforeUninstall
+from components.teardown.waits import NamespacesGone, PodsGoneBeforeUninstall, waited_by
 from components.vocabulary.fractioning import (
     CONFIG_API_VERSION,
     CONFIG_KIND,
@@ -86,9 +86,10 @@ class GpuFractioning(pulumi.ComponentResource):
         local_chart: pulumi.Input[str] | None,
         access: ClusterAccess,
         pull_secret: helm.PullSecret | None = None,
+        namespaces_gone: NamespacesGone | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("kai-gpu-fractions:gpu:GpuFractioning", name, None, opts)
+        super().__init__("kai-gpu-fractions:gpu:GpuFractioning", name, None, waited_by(opts, namespaces_gone))
         for warning in configuration_warnings(config):
             pulumi.log.warn(warning, resource=self)
         self.release = helm.install(
@@ -101,6 +102,7 @@ class GpuFractioning(pulumi.ComponentResource):
             local_chart=local_chart,
             privileged=True,
             pull_secret=pull_secret,
+            deletion_awaited_elsewhere=namespaces_gone is not None,
         )
         # Destroy runs this backwards: the config goes, then the mpsd pods, then the release.
         daemons_stopped = PodsGoneBeforeUninstall(

@@ -11,7 +11,7 @@ from components import helm
 from components.cluster.engine import ClusterAccess
 from components.config.model import ChartSource, KaiConfig
 from components.owned import own_chart_leftover
-from components.teardown.waits import KeptObjectsDeleted
+from components.teardown.waits import KeptObjectsDeleted, NamespacesGone, waited_by
 from components.vocabulary.fractions import SYSTEM_NAMESPACE_LABELS
 from components.vocabulary.kai import (
     CHART_KEPT_QUEUES,
@@ -88,9 +88,11 @@ class KaiScheduler(pulumi.ComponentResource):
         local_chart: pulumi.Input[str] | None,
         access: ClusterAccess,
         pull_secret: helm.PullSecret | None = None,
+        namespaces_gone: NamespacesGone | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("kai-gpu-fractions:kai:KaiScheduler", name, None, opts)
+        super().__init__("kai-gpu-fractions:kai:KaiScheduler", name, None, waited_by(opts, namespaces_gone))
+        awaited_elsewhere = namespaces_gone is not None
         self.resource_name = name
         self.release = helm.install(
             self,
@@ -101,11 +103,16 @@ class KaiScheduler(pulumi.ComponentResource):
             source=source,
             local_chart=local_chart,
             pull_secret=pull_secret,
+            deletion_awaited_elsewhere=awaited_elsewhere,
         )
         # The chart keeps it on uninstall; the stack owns it so destroy leaves a clean cluster.
         k8s.core.v1.Namespace(
             f"{name}-reservation-namespace",
-            metadata={"name": RESERVATION_NAMESPACE, "labels": SYSTEM_NAMESPACE_LABELS},
+            metadata={
+                "name": RESERVATION_NAMESPACE,
+                "labels": SYSTEM_NAMESPACE_LABELS,
+                "annotations": helm.DELETION_AWAITED_ELSEWHERE if awaited_elsewhere else None,
+            },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )
         # KaiKeptObjects owns these only once KAI's gate holds; if it never does, destroy still

@@ -9,6 +9,7 @@ import pulumi_kubernetes as k8s
 
 from components import helm
 from components.config.model import IsolatorConfig
+from components.teardown.waits import NamespacesGone, waited_by
 from components.vocabulary.nvidia import RUNTIME_CLASS
 
 
@@ -26,8 +27,14 @@ class Isolator(pulumi.ComponentResource):
     runtime_class: k8s.node.v1.RuntimeClass
     status: pulumi.Output[str]
 
-    def __init__(self, name: str, config: IsolatorConfig, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("kai-gpu-fractions:lab:Isolator", name, None, opts)
+    def __init__(
+        self,
+        name: str,
+        config: IsolatorConfig,
+        namespaces_gone: NamespacesGone | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("kai-gpu-fractions:lab:Isolator", name, None, waited_by(opts, namespaces_gone))
         release = helm.install(
             self,
             name,
@@ -36,6 +43,7 @@ class Isolator(pulumi.ComponentResource):
             values=isolator_values(),
             source=config.chart,
             privileged=True,
+            deletion_awaited_elsewhere=namespaces_gone is not None,
         )
         self.runtime_class = k8s.node.v1.RuntimeClass(
             f"{name}-runtime-class",

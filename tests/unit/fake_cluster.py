@@ -155,6 +155,9 @@ class FakeCluster:
     def list_nodes(self, label_selector: str = "") -> list[Json]:
         return self._selected("nodes", "", label_selector)
 
+    def read_namespace(self, name: str) -> Json | None:
+        return self._read("namespaces", name)
+
     def patch_node(self, name: str, patch: Json) -> None:
         """Merges labels, annotations and spec as a strategic merge patch does (None removes a key). As
         the API server does, a patch naming metadata.resourceVersion applies only to that version, and

@@ -17,6 +17,7 @@ from tests.unit.harness import (
     COMMAND,
     CUSTOM_RESOURCE_PREFIX,
     NAMESPACE,
+    PACKAGE_RESOURCE,
     POD,
     RELEASE,
     SECRET,
@@ -217,6 +218,23 @@ def test_destroy_waits_for_the_mpsd_pods_after_the_config_and_before_the_chart(r
     assert waiter.inputs["timeout_seconds"] == 180
     assert engine.waits_for(config, waiter), "the config is deleted before the wait starts"
     assert engine.waits_for(waiter, engine.release("gpu-fractioning")), "the chart goes only after the wait"
+
+
+def test_destroy_deletes_the_agents_namespaces_together_and_waits_once_before_the_gpu_operator(
+    run_program: ProgramRunner,
+) -> None:
+    engine, _ = run_program(A100)
+    gone = engine.one(f"{PACKAGE_RESOURCE}NamespacesGone", "namespaces-gone")
+    together = ["kai-scheduler", "kai-resource-reservation", "gpu-fractioning"]
+    assert gone.inputs["namespaces"] == together, "the guide's `kubectl delete namespace` after both charts"
+    namespaces = {r.inputs["metadata"]["name"]: r for r in engine.created(NAMESPACE)}
+    for name in together:
+        assert namespaces[name].inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}, name
+        assert engine.waits_for(namespaces[name], gone), f"{name} is deleted before the wait starts"
+    assert "annotations" not in namespaces["gpu-operator"].inputs["metadata"], "the last one waits for itself"
+    assert engine.waits_for(gone, engine.one(STEP_GATE, "gpu-operator-ready")), (
+        "the GPU Operator goes only once no pod of theirs is left"
+    )
 
 
 def test_each_fork_is_checked_out_at_its_pinned_commit_before_anything_registers(run_program: ProgramRunner) -> None:

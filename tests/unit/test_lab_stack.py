@@ -197,3 +197,18 @@ def test_labels_wait_until_the_device_plugin_advertises_the_profiles_gpu_count(r
     assert engine.waits_for(ready, engine.created(DAEMONSET)[0]), "it checks what the device plugin advertises"
     (patch,) = engine.created(NODE_PATCH)
     assert engine.waits_for(patch, ready), "labels (and so KAI) follow a ready device plugin"
+
+
+def test_destroy_deletes_kai_and_the_isolator_namespaces_together_then_nvml_mock(run_program: ProgramRunner) -> None:
+    engine, _ = run_program(LAB)
+    gone = engine.one("kai-gpu-fractions:index:NamespacesGone", "namespaces-gone")
+    together = ["kai-scheduler", "kai-resource-reservation", "kai-resource-isolator"]
+    assert gone.inputs["namespaces"] == together
+    namespaces = {r.inputs["metadata"]["name"]: r for r in engine.created("kubernetes:core/v1:Namespace")}
+    for name in together:
+        assert namespaces[name].inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}, name
+        assert engine.waits_for(namespaces[name], gone), f"{name} is deleted before the wait starts"
+    assert "annotations" not in namespaces["nvml-mock"].inputs["metadata"]
+    assert engine.waits_for(gone, engine.one("kai-gpu-fractions:lab:GpuNodeLabels", "gpu-node-labels")), (
+        "the GPU nodes' labels and nvml-mock go after"
+    )

@@ -260,6 +260,9 @@ def test_a_piece_registers_its_step_alone_under_itself(run_program: ProgramRunne
     assert gates == [f"{name}-ready" for name in releases], "each step gated on its verification"
     assert all(value is not None for value in outputs["outputs"].values()), outputs
     assert not engine.created("pulumi:providers:kubernetes") or piece != "ForkImages", "images reach no cluster"
+    # Alone, nothing of the stack waits for its namespaces at destroy: each waits for its own.
+    assert engine.created("kai-gpu-fractions:index:NamespacesGone") == []
+    assert all("annotations" not in r.inputs["metadata"] for r in engine.created("kubernetes:core/v1:Namespace"))
 
 
 def test_the_fork_image_piece_checks_each_pushed_image_and_installs_nothing(
