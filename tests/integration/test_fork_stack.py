@@ -477,6 +477,10 @@ def test_destroy_leaves_nothing_behind_and_no_stuck_finalizer(a100: Workspace) -
         "-n", "gpu-fractioning", "get", "pods", "-l", "app.kubernetes.io/component=mpsd", "-o", "name"
     ).stdout
     a100.pulumi("destroy", "--yes", "--skip-preview", stack="a100", timeout=900)
+    # Read at once, not polled: an install right after destroy must not meet a terminating namespace.
+    namespaces = {n["metadata"]["name"] for n in kubectl_json("get", "namespaces")["items"]}
+    stack_namespaces = {"gpu-operator", "kai-scheduler", "kai-resource-reservation", "gpu-fractioning"}
+    assert not namespaces & stack_namespaces, "destroy returns only once its namespaces are gone"
     # The operator clears its finalizer only while it runs: a config deleted too late stays stuck.
     assert mpsd_stops() == ["operator-running"], "the chart goes only after the mpsd pods are gone"
     condition = [c["type"] for c in kubectl_json("get", "node", NODE)["status"]["conditions"]]
