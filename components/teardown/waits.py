@@ -69,7 +69,7 @@ class NamespacesStillTerminating(ReportedFailure):
 # As long as the Kubernetes provider waits for one namespace to be deleted.
 NAMESPACES_GONE_TIMEOUT_SECONDS = 600
 NAMESPACES_FIX = (
-    "Its status says what is left in it (`kubectl get namespace NAME -o yaml`): usually an object whose "
+    "Each one's status says what is left in it (`kubectl get namespace NAME -o yaml`): usually an object whose "
     "finalizer belongs to an operator that is already gone. Remove that finalizer."
 )
 
