@@ -29,6 +29,25 @@ PRIVILEGED_NAMESPACE_LABELS = {"pod-security.kubernetes.io/enforce": "privileged
 DELETION_AWAITED_ELSEWHERE = {"pulumi.com/skipAwait": "true"}
 
 
+def stack_namespace(
+    resource_name: str,
+    name: str,
+    opts: pulumi.ResourceOptions,
+    *,
+    privileged: bool = False,
+    deletion_awaited_elsewhere: bool = False,
+) -> k8s.core.v1.Namespace:
+    """A namespace the stack creates (`deletion_awaited_elsewhere`: components/teardown/waits.py,
+    NamespacesGone). Each holds a system daemon: the fractional-pod policy skips it."""
+    labels = {**SYSTEM_NAMESPACE_LABELS, **(PRIVILEGED_NAMESPACE_LABELS if privileged else {})}
+    annotations = DELETION_AWAITED_ELSEWHERE if deletion_awaited_elsewhere else None
+    return k8s.core.v1.Namespace(
+        resource_name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=name, labels=labels, annotations=annotations),
+        opts=opts,
+    )
+
+
 def install(
     parent: pulumi.Resource,
     name: str,
@@ -44,8 +63,7 @@ def install(
     deletion_awaited_elsewhere: bool = False,
 ) -> k8s.helm.v3.Release:
     """A Helm release of `source` (or of a chart directory another resource produced) in a
-    namespace the stack owns, so the namespace is created before and deleted after the release
-    (`deletion_awaited_elsewhere`: see components/teardown/waits.py, NamespacesGone)."""
+    namespace the stack owns, so the namespace is created before and deleted after the release."""
     chart: pulumi.Input[str]
     if source is not None:
         chart, version, repo = source.chart, source.version, source.repo
@@ -54,13 +72,12 @@ def install(
     else:
         raise ValueError(f"{release_name}: no chart source")
     child = pulumi.ResourceOptions(parent=parent)
-    # Every namespace the stack creates holds a system daemon: the fractional-pod policy skips it.
-    labels = {**SYSTEM_NAMESPACE_LABELS, **(PRIVILEGED_NAMESPACE_LABELS if privileged else {})}
-    annotations = DELETION_AWAITED_ELSEWHERE if deletion_awaited_elsewhere else None
-    ns = k8s.core.v1.Namespace(
+    ns = stack_namespace(
         f"{name}-namespace",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=labels, annotations=annotations),
-        opts=child,
+        namespace,
+        child,
+        privileged=privileged,
+        deletion_awaited_elsewhere=deletion_awaited_elsewhere,
     )
     dependencies = list(depends_on)
     if pull_secret is not None:

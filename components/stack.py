@@ -39,10 +39,8 @@ from components.rollout.plan import Versions, read_plan
 from components.teardown.waits import NamespacesGone
 from components.vocabulary.kai import RESERVATION_NAMESPACE
 
-NO_EDGE = pulumi.ResourceOptions()
 
-
-def after(base: pulumi.ResourceOptions, *dependencies: pulumi.Resource | None) -> pulumi.ResourceOptions:
+def after(base: pulumi.ResourceOptions | None, *dependencies: pulumi.Resource | None) -> pulumi.ResourceOptions:
     """`base` plus an ordering edge the data flow cannot express (each call site says why)."""
     return pulumi.ResourceOptions.merge(
         base, pulumi.ResourceOptions(depends_on=[d for d in dependencies if d is not None])
@@ -266,7 +264,7 @@ def deploy_forks(
     operator = install_gpu_operator(config, access, cluster)
     # Destroy deletes these together after both charts, as the guide does, and only then the GPU Operator.
     agents = [config.kai.namespace, RESERVATION_NAMESPACE, config.gpu_fractioning.namespace]
-    gone = NamespacesGone("namespaces-gone", access=access, namespaces=agents, opts=after(NO_EDGE, operator.ready))
+    gone = NamespacesGone("namespaces-gone", access=access, namespaces=agents, opts=after(None, operator.ready))
     kai = install_kai(config, access, cluster, forks.kai, secret, operator, gone)
     fractioning = install_gpu_fractioning(config, access, cluster, forks.fractioning, secret, kai, gone)
     return {
@@ -300,7 +298,7 @@ def deploy_lab(config: StackConfig, access: ClusterAccess) -> dict[str, Any]:
     labels = GpuNodeLabels("gpu-node-labels", lab.node_names, lab.gpu, opts=after(cluster, allocatable))
     # KAI's and the isolator's namespaces go together at destroy, then nvml-mock's.
     namespaces = [config.kai.namespace, RESERVATION_NAMESPACE, lab.isolator.namespace]
-    gone = NamespacesGone("namespaces-gone", access=access, namespaces=namespaces, opts=after(NO_EDGE, labels))
+    gone = NamespacesGone("namespaces-gone", access=access, namespaces=namespaces, opts=after(None, labels))
     kai = KaiScheduler(
         "kai-scheduler",
         config.kai,

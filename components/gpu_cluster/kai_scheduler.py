@@ -12,7 +12,6 @@ from components.cluster.engine import ClusterAccess
 from components.config.model import ChartSource, KaiConfig
 from components.owned import own_chart_leftover
 from components.teardown.waits import KeptObjectsDeleted, NamespacesGone, waited_by
-from components.vocabulary.fractions import SYSTEM_NAMESPACE_LABELS
 from components.vocabulary.kai import (
     CHART_KEPT_QUEUES,
     QUEUE_API_VERSION,
@@ -106,14 +105,11 @@ class KaiScheduler(pulumi.ComponentResource):
             deletion_awaited_elsewhere=awaited_elsewhere,
         )
         # The chart keeps it on uninstall; the stack owns it so destroy leaves a clean cluster.
-        k8s.core.v1.Namespace(
+        helm.stack_namespace(
             f"{name}-reservation-namespace",
-            metadata={
-                "name": RESERVATION_NAMESPACE,
-                "labels": SYSTEM_NAMESPACE_LABELS,
-                "annotations": helm.DELETION_AWAITED_ELSEWHERE if awaited_elsewhere else None,
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+            RESERVATION_NAMESPACE,
+            pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+            deletion_awaited_elsewhere=awaited_elsewhere,
         )
         # KaiKeptObjects owns these only once KAI's gate holds; if it never does, destroy still
         # deletes them, or the next install meets Queues no release owns.

@@ -30,14 +30,7 @@ from components.cluster.engine import (
     show_progress,
 )
 from components.cluster.results import ReportedFailure
-from components.plugin import (
-    RESOURCES,
-    Plugin,
-    plain_map,
-    plainly,
-    plugin_version,
-    property_map,
-)
+from components.plugin import RESOURCES, Plugin, plain_map, plainly, plugin_version, property_map
 from components.teardown.waits import KeptObjectsDeleted
 
 Result = TypeVar("Result")
