@@ -180,7 +180,7 @@ class _NamespacesGoneProvider(_OnDeleteProvider):
 
 class NamespacesGone(PackageResource, handler=_NamespacesGoneProvider):
     """Make the components whose namespaces are listed depend on this, and this on what must outlive
-    them; their namespaces skip their own deletion wait (helm.install's `awaited_elsewhere`)."""
+    them; their namespaces skip their own deletion wait (helm.install's `deletion_awaited_elsewhere`)."""
 
     def __init__(
         self,
