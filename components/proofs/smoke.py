@@ -3,7 +3,8 @@ deviceQuery, each from evidence gathered in the cluster (exec, logs, node labels
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from components.cluster.protocol import Cluster
 from components.cluster.results import (
@@ -13,7 +14,6 @@ from components.cluster.results import (
     phase,
 )
 from components.cluster.waiting import Clock, poll_delays, retry, wait_for
-from components.config.model import SmokeTestConfig
 from components.proofs.smoke_decisions import (
     DEVICE_QUERY_IMAGE,
     SmokeSpec,
@@ -38,7 +38,29 @@ SMOKE_POD_NAMES = ("fraction-smoke-a", "fraction-smoke-b")
 CONTAINER = "main"
 
 
-def smoke_pod_manifest(name: str, config: SmokeTestConfig) -> dict[str, Any]:
+class SmokePod(Protocol):
+    """What a smoke pod is made of: the stack's `smokeTest` section (SmokeTestConfig), or a proof's
+    own pod. The plugin runs the proofs without importing the config model."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
+    @property
+    def image(self) -> str: ...
+    @property
+    def gpu_fraction(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class ProofPod:
+    namespace: str
+    queue: str
+    image: str
+    gpu_fraction: float
+
+
+def smoke_pod_manifest(name: str, config: SmokePod) -> dict[str, Any]:
     """A fractional pod as the build guide's smoke test defines it.
 
     It runs as a non-root user: MPS lets root clients raise their own cap or delete a
@@ -199,9 +221,7 @@ def device_query_pod_manifest(
     """The guide's half-GPU deviceQuery pod: a smoke pod that tries to override its own share to 100 %;
     with a `node`, one of its own that runs there."""
     name = f"{DEVICE_QUERY_POD}-{node}"[:253] if node else DEVICE_QUERY_POD
-    pod = smoke_pod_manifest(
-        name, SmokeTestConfig(namespace=namespace, queue=queue, image=image, gpu_fraction=fraction)
-    )
+    pod = smoke_pod_manifest(name, ProofPod(namespace, queue, image, fraction))
     pod["metadata"]["labels"][DEVICE_QUERY_LABEL] = DEVICE_QUERY_POD
     if node:
         pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
