@@ -17,8 +17,11 @@ class ReportedFailure(Exception):
 @dataclass(frozen=True)
 class CheckResult:
     check: str
+    """What was checked."""
     passed: bool
+    """Whether it held."""
     detail: str
+    """What was seen or measured."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -83,8 +83,11 @@ class ChartSource(Model):
     """Where a Helm chart comes from: a chart name in `repo`, an `oci://` reference, or a local directory."""
 
     chart: Text
+    """The chart: its name in `repo`, an `oci://` reference, or a local directory."""
     version: ChartVersion | None = None
+    """The chart's version; required for a chart from a repository or an OCI registry."""
     repo: HttpUrl | None = None
+    """The Helm repository (https) that holds the chart; unset for an `oci://` chart or a local directory."""
 
     @property
     def is_local(self) -> bool:
@@ -132,9 +135,14 @@ def in_style_of(default: ChartSource) -> AfterValidator:
 
 
 class ForkPin(Model):
+    """A fork's pinned source: the repository, the pull request and the exact commit that is built."""
+
     repository: GitRepository = Field(examples=["https://github.com/kai-scheduler/KAI-Scheduler.git"])
+    """The git repository the fork is cloned from; a mirror holding the same commit will do."""
     pull_request: Annotated[Count, Field(ge=1, le=10**9)] = Field(examples=[2368])
+    """The pull request whose head holds the commit (fetched as `pull/<n>/head`)."""
     commit: Commit = Field(examples=["44d1d0a966465c69b1fd0d24b40b9a1ebb73699e"])
+    """The full 40-character commit SHA that is built: never a branch or a short SHA."""
 
     @property
     def short(self) -> str:
@@ -142,9 +150,14 @@ class ForkPin(Model):
 
 
 class RegistryConfig(Model):
+    """The registry the fork images are pushed to and pulled from."""
+
     server: RegistryPath = Field(examples=["registry.example.com/team/kai-fork"])
+    """Where the images are pushed: `host[:port][/path]`."""
     username: Argument | None = Field(default=None, examples=["robot$kai"])
+    """The user to log in as; the password is `registryPassword`, a secret."""
     pull_secret_name: DnsSubdomain = Field(default="kai-fork-registry", examples=["kai-fork-registry"])
+    """The image pull Secret, made from these credentials, that the fork's pods pull with."""
 
     @property
     def host(self) -> str:
@@ -167,13 +180,23 @@ GPU_FRACTIONING_PIN = ForkPin(
 
 
 class ForksConfig(Model):
-    # A pin given in part keeps the rest: a mirror of the same commit, or a new commit of the same PR.
+    """The KAI-Scheduler and gpu-fractioning forks: their pinned sources, and how their images arrive."""
+
     kai_scheduler: Annotated[ForkPin, defaults_to(KAI_SCHEDULER_PIN)] = KAI_SCHEDULER_PIN
+    """The KAI-Scheduler fork's pin; a pin given in part keeps the rest of the default."""
     gpu_fractioning: Annotated[ForkPin, defaults_to(GPU_FRACTIONING_PIN)] = GPU_FRACTIONING_PIN
+    """The gpu-fractioning fork's pin; a pin given in part keeps the rest of the default."""
     tag: ImageTag | None = Field(default=None, examples=["smshare-44d1d0a-af0544e"])
+    """One image tag for both forks; by default `smshare-<KAI commit>-<gpu-fractioning commit>`, which records the
+    pairing. A chart's or Makefile's fallback tag is refused."""
     images: ImageMode = Field(default="build", examples=["build", "verify", "prebuilt"])
+    """How the images arrive: `build` checks the forks out, builds, pushes and verifies them; `verify` only checks that
+    someone pushed them; `prebuilt` trusts a mirror made out of band."""
     platform: Platform | None = Field(default=None, examples=["linux/amd64", "linux/amd64,linux/arm64"])
+    """The OS/architecture pair to build for (`linux/amd64`), or a comma list of them; by default the building
+    machine's."""
     workdir: Directory = Field(default=".forks", examples=[".forks", "/var/tmp/kai-forks"])
+    """Where the forks are checked out: relative to the project directory, or absolute."""
 
     @field_validator("tag")
     @classmethod
@@ -189,8 +212,13 @@ class ForksConfig(Model):
 
 
 class DriverConfig(Model):
+    """The NVIDIA driver the GPU nodes run."""
+
     source: Literal["operator", "host"] = Field(default="operator", examples=["operator", "host"])
+    """`operator`: the GPU Operator installs `version`; `host`: the nodes' own driver, which must be of the r615 branch
+    or newer."""
     version: DriverVersion = Field(default="615.71.09", examples=["615.71.09"])
+    """The driver version the GPU Operator installs, of the r615 branch or newer."""
 
 
 GPU_OPERATOR_CHART = ChartSource(chart="gpu-operator", version="v26.7.1", repo="https://helm.ngc.nvidia.com/nvidia")
@@ -204,29 +232,36 @@ class RolloutConfig(Model):
     """How a new driver reaches the GPU nodes: this program drives it node by node (the GPU Operator's
     own upgrade controller is off: it drains no fractional pod)."""
 
-    # How many GPU nodes take the new driver at once; the others keep serving.
     max_nodes_at_once: Annotated[Count, Field(ge=1, le=1000)] = Field(default=1, examples=[1])
-    # How long a cordoned node waits for its running fractional jobs to finish before they are deleted.
+    """How many GPU nodes take the new driver at once; the others keep serving."""
     drain_grace_seconds: Annotated[Count, Field(ge=0, le=24 * 3600)] = Field(default=300, examples=[300])
-    # How long one node (or one group of max_nodes_at_once) may take from cordon to uncordon, the grace
-    # above included: the driver container may take 21 min to build and load, the validator 10.
+    """How long a cordoned node's running fractional jobs may go on before they are deleted."""
     node_timeout_seconds: Annotated[Count, Field(ge=60, le=24 * 3600)] = Field(default=2700, examples=[2700])
-    # Once a node is uncordoned, a deviceQuery pod there must see its fraction's SM share before the
-    # next node is taken (the smoke test's fraction, queue and namespace).
+    """How long one node (or group of `maxNodesAtOnce`) may take from cordon to uncordon, the grace included: the
+    driver container may take 21 minutes to build and load, the validator 10."""
     prove_each_node: Switch = True
+    """Once a node is uncordoned, a deviceQuery pod there must see its fraction's SM share before the next node is
+    taken."""
 
 
 class GpuOperatorConfig(Model):
+    """The NVIDIA GPU Operator release."""
+
     enabled: Switch = True
+    """Install the GPU Operator; false for a cluster whose GPU Operator is managed some other way."""
     namespace: DnsLabel = "gpu-operator"
+    """The namespace the GPU Operator is installed in."""
     chart: Annotated[ChartSource, defaults_to(GPU_OPERATOR_CHART, unless="chart"), in_style_of(GPU_OPERATOR_CHART)] = (
         GPU_OPERATOR_CHART
     )
+    """The GPU Operator's chart; by default NVIDIA's, at the version this release pins."""
     driver: DriverConfig = DriverConfig()
+    """The NVIDIA driver: installed by the operator, or the host's own."""
     rollout: RolloutConfig = RolloutConfig()
-    # How long `up` waits for the guide's checks after the install: the driver container alone may
-    # take 20 minutes to build and load its modules (its startup probe allows 21).
+    """How a new driver reaches the GPU nodes, one group at a time."""
     ready_timeout_seconds: ReadyTimeout = Field(default=1800, examples=[1800])
+    """How long `up` waits for the guide's checks after the install: the driver container alone may take 20 minutes to
+    build and load its modules."""
 
     @property
     def installed_driver(self) -> str | None:
@@ -242,37 +277,52 @@ PUBLIC_KAI_CHART = ChartSource(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/
 
 
 class KaiConfig(Model):
+    """The KAI-Scheduler release."""
+
     namespace: DnsLabel = KAI_NAMESPACE
+    """The namespace KAI-Scheduler is installed in."""
     chart: ChartSource | None = Field(
         default=None,
-        description="default: the fork checkout's chart (fork), or the public v0.17.0 chart (lab)",
         examples=[PUBLIC_KAI_CHART.model_dump(exclude_none=True)],
     )
-    # The Config CR is otherwise applied by a post-install hook Job; rendering it inline keeps it in
-    # the release itself, so it cannot be lost when a hook does not fire.
+    """KAI's chart; by default the fork checkout's chart (fork profile), or the public chart the lab pins."""
     render_config_inline: Switch = True
+    """Render KAI's Config resource in the release itself rather than leave it to a post-install hook Job, so a hook
+    that does not fire cannot lose it."""
     binder_runtime_class: DnsSubdomain = Field(default=RUNTIME_CLASS, examples=[RUNTIME_CLASS])
-    # The guide waits 300 s for the Deployments; the operator creates most of them after the chart's.
+    """The RuntimeClass KAI's admission gives fractional pods."""
     ready_timeout_seconds: ReadyTimeout = Field(default=600, examples=[600])
+    """How long `up` waits for KAI's Deployments after the install (the guide waits 300 s; the operator creates most of
+    them after the chart's)."""
 
 
 class GpuFractioningConfig(Model):
+    """The gpu-fractioning node agents' release: MPS namespaces that enforce each fractional pod's SM share and memory
+    cap."""
+
     namespace: DnsLabel = "gpu-fractioning"
+    """The namespace the gpu-fractioning agents are installed in."""
     chart: ChartSource | None = Field(
         default=None,
-        description="default: the fork checkout's chart",
         examples=[{"chart": "./mirror/gpu-fractioning"}],
     )
+    """The gpu-fractioning chart; by default the fork checkout's chart."""
     minimum_gpu_operator_version: Literal["v26.7.1", "v26.7.0"] = Field(default="v26.7.1", examples=["v26.7.1"])
+    """The oldest GPU Operator the agents start with: the GPU Operator this stack installs may not be older."""
     node_runtime: NodeRuntime = Field(default="containerd", examples=["containerd", "microk8s", "k3s"])
-    # The guide waits 300 s for the operator and 300 s for the DaemonSets it creates.
+    """The GPU nodes' container runtime, which says where its CRI and NRI sockets are."""
     ready_timeout_seconds: ReadyTimeout = Field(default=900, examples=[900])
+    """How long `up` waits for the operator and the DaemonSets it creates after the install."""
 
 
 class NodesConfig(Model):
+    """The GPU nodes: how many GPUs each has, and how much memory each GPU has."""
+
     gpus_per_node: Annotated[Count, Field(ge=1, le=256)] = Field(default=8, examples=[8])
+    """How many GPUs each GPU node has."""
     # Up to 1 TiB per GPU: far above any GPU made, and small enough to compute with.
     gpu_memory_mib: Annotated[Count, Field(ge=1024, le=1024 * 1024)] = Field(default=40960, examples=[40960])
+    """Each GPU's memory in MiB; a fractional pod's memory cap is its share of it."""
 
 
 def _hundredths(value: float) -> float:
@@ -283,19 +333,24 @@ def _hundredths(value: float) -> float:
 
 
 class SmokeTestConfig(Model):
+    """The two half-GPU smoke pods that must share one GPU, each in its own MPS namespace, and their proof."""
+
     enabled: Switch = True
+    """Create the smoke pods."""
     namespace: DnsLabel = "default"
-    # A KAI Queue's name, also written as a pod label value.
+    """The namespace the smoke pods run in."""
     queue: DnsLabel = Field(default=DEFAULT_QUEUE, examples=[DEFAULT_QUEUE])
+    """The KAI Queue the smoke pods are submitted to; also written as a pod label value."""
     image: Image = Field(
         default="nvidia/cuda:13.3.1-base-ubuntu24.04", examples=["nvidia/cuda:13.3.1-base-ubuntu24.04"]
     )
-    # Below 1: KAI refuses a gpu-fraction of 1 and above (the admission policy and the pack too).
+    """The smoke pods' image."""
     gpu_fraction: Annotated[Number, Field(ge=0.01, le=0.99), AfterValidator(_hundredths)] = Field(
         default=0.5, examples=[0.5]
     )
-    # Runs the guide's four checks and the SM-share measurement on the smoke pods during `up`.
+    """Each smoke pod's share of its GPU, in hundredths, below 1: KAI refuses a gpu-fraction of 1 and above."""
     prove: Switch = True
+    """Run the guide's four checks and the SM-share measurement on the smoke pods during `up`."""
 
 
 def _kubeconfig(value: str) -> str:
@@ -343,32 +398,48 @@ GPU_PROFILES = {"a100": GpuProfile(count=8, memory_mib=40960, product="NVIDIA-A1
 
 
 class KindClusterConfig(Model):
+    """The kind cluster the lab creates."""
+
     name: KindClusterName = Field(default="kai-hami-test", examples=["kai-hami-test"])
+    """The kind cluster's name."""
 
 
 NVML_MOCK_CHART = ChartSource(chart="oci://ghcr.io/nvidia/k8s-test-infra/chart/nvml-mock", version="0.3.0")
 
 
 class NvmlMockConfig(Model):
+    """nvml-mock: fake GPUs that the device plugin and GPU Feature Discovery see as real ones."""
+
     namespace: DnsLabel = "nvml-mock"
+    """The namespace nvml-mock is installed in."""
     build_image: Switch = True
+    """Build nvml-mock's image from its pinned source and load it into the kind cluster."""
     source_repository: GitRepository = "https://github.com/NVIDIA/k8s-test-infra.git"
+    """The git repository nvml-mock's image is built from."""
     source_commit: Commit = "3b2b865d91b1844baa9feeca2820d2fab65414c7"
+    """The full commit SHA nvml-mock's image is built from."""
     chart: Annotated[ChartSource, defaults_to(NVML_MOCK_CHART, unless="chart"), in_style_of(NVML_MOCK_CHART)] = (
         NVML_MOCK_CHART
     )
+    """nvml-mock's chart."""
     image_repository: Repository = Field(default="nvml-mock", examples=["nvml-mock"])
+    """The repository of nvml-mock's image, as the kind cluster's nodes know it."""
     image_tag: ImageTag = Field(default="local", examples=["local"])
+    """The tag of nvml-mock's image."""
 
 
 ISOLATOR_CHART = ChartSource(chart="oci://docker.io/projecthami/kai-resource-isolator", version="1.1.0-chart")
 
 
 class IsolatorConfig(Model):
+    """The kai-resource-isolator release, which injects HAMi-core into fractional pods."""
+
     namespace: DnsLabel = "kai-resource-isolator"
+    """The namespace kai-resource-isolator is installed in."""
     chart: Annotated[ChartSource, defaults_to(ISOLATOR_CHART, unless="chart"), in_style_of(ISOLATOR_CHART)] = (
         ISOLATOR_CHART
     )
+    """kai-resource-isolator's chart."""
 
 
 def _unique(names: list[str] | None) -> list[str] | None:
@@ -383,19 +454,26 @@ def _unique(names: list[str] | None) -> list[str] | None:
 class LabConfig(Model):
     """The laptop lab: kind + nvml-mock + KAI v0.17.0 with HAMi-core + kai-resource-isolator."""
 
-    kind: KindClusterConfig | None = Field(default=KindClusterConfig(), description="null: use `cluster` as it is")
+    kind: KindClusterConfig | None = KindClusterConfig()
+    """The kind cluster the lab creates; null to use the cluster that `kubeconfig` names, as it is."""
     gpu_profile: Literal["a100"] = Field(default="a100", examples=["a100"])
+    """The fake GPUs nvml-mock serves on each node."""
     gpu_nodes: Annotated[list[DnsSubdomain] | None, AfterValidator(_unique)] = Field(
         default=None, examples=[["kai-hami-test-control-plane"]]
     )
+    """The nodes labelled as GPU nodes; by default the kind cluster's control-plane node."""
     nvml_mock: NvmlMockConfig = NvmlMockConfig()
+    """nvml-mock, which serves the fake GPUs."""
     device_plugin_image: Image = Field(
         default="nvcr.io/nvidia/k8s-device-plugin:v0.18.2", examples=["nvcr.io/nvidia/k8s-device-plugin:v0.18.2"]
     )
+    """The NVIDIA device plugin's image, which advertises the fake GPUs."""
     isolator: IsolatorConfig = IsolatorConfig()
-    await_workloads: Switch = Field(default=True, description="false: do not wait for the whole-GPU pod to run")
-    # Checks allocatable GPUs, queue accounting, the isolator's injection and the reservation boundary.
+    """kai-resource-isolator, which injects HAMi-core into fractional pods."""
+    await_workloads: Switch = True
+    """Wait for the lab's whole-GPU pod to run; false to leave it pending."""
     prove: Switch = True
+    """Check allocatable GPUs, queue accounting, the isolator's injection and the reservation boundary during `up`."""
 
     @property
     def gpu(self) -> GpuProfile:
@@ -448,27 +526,39 @@ def _ssh_user(user: str | None) -> str | None:
 
 
 class SshAccessConfig(Model):
+    """Host rows read over SSH, from the machine that runs Pulumi."""
+
     command: Annotated[list[Text], AfterValidator(_ssh_command)] = Field(
         default=["ssh", "-o", "BatchMode=yes"], examples=[["ssh", "-o", "BatchMode=yes"]]
     )
+    """The ssh program and its options."""
     user: Annotated[Argument | None, AfterValidator(_ssh_user)] = Field(default=None, examples=["ubuntu"])
-    addresses: dict[DnsSubdomain, Argument] = Field(
-        default={}, description="node name → SSH host; default: the node name", examples=[{"gpu-node-0": "10.0.0.5"}]
-    )
+    """The user to log in as, without `@`; by default ssh's own choice."""
+    addresses: dict[DnsSubdomain, Argument] = Field(default={}, examples=[{"gpu-node-0": "10.0.0.5"}])
+    """Node name to SSH host; by default the node's name."""
     timeout_seconds: Annotated[Count, Field(ge=1, le=3600)] = Field(default=60, examples=[60])
+    """How long the host checks of one node may take."""
 
 
 class CheckPodAccessConfig(Model):
     """A short-lived privileged pod per GPU node: it is created during preview too."""
 
     namespace: DnsLabel = Field(default="kube-system", examples=["kube-system"])
+    """The namespace the check pods run in."""
     image: Image = Field(default="busybox:1.37", examples=["busybox:1.37"])
+    """The check pods' image."""
     timeout_seconds: Annotated[Count, Field(ge=10, le=3600)] = Field(default=120, examples=[120])
+    """How long the host checks of one node may take."""
 
 
 class HostAccessConfig(Model):
+    """How preflight reads the rows it can only read on the GPU nodes themselves: over SSH or through a check pod,
+    exactly one."""
+
     ssh: SshAccessConfig | None = Field(default=None, examples=[{"user": "ubuntu"}])
+    """Read the host rows over SSH."""
     check_pod: CheckPodAccessConfig | None = Field(default=None, examples=[{"namespace": "kube-system"}])
+    """Read the host rows through a short-lived privileged pod on each GPU node."""
 
     @model_validator(mode="after")
     def _one_way(self) -> HostAccessConfig:
@@ -484,11 +574,14 @@ def _unique_rows(rows: list[str]) -> list[str]:
 
 
 class PreflightConfig(Model):
+    """The checks of the build guide's prerequisites table, on the cluster as it is, before anything is installed."""
+
     enabled: Switch = True
+    """Run the checks at every preview and `up`."""
     warn_only: Annotated[list[CheckId], AfterValidator(_unique_rows)] = Field(default=[], examples=[["fabricmanager"]])
-    host_access: HostAccessConfig | None = Field(
-        default=None, description="null: host rows are reported as not checked"
-    )
+    """Rows that only warn instead of stopping `up`."""
+    host_access: HostAccessConfig | None = None
+    """How the host rows are read; null to report them as not checked."""
 
 
 def _unique_namespaces(names: list[str]) -> list[str]:
@@ -509,22 +602,25 @@ class AdmissionConfig(Model):
     """The admission policy that holds every fractional pod in the cluster to the guide's rules
     (components/gpu_cluster/fraction_admission.py)."""
 
-    # Off only with a warning at every preview and up: the pack then guards this stack's pods alone.
     enabled: Switch = True
-    # deny refuses; warn admits and returns the message as a warning; audit only records it.
+    """Install the admission policy; off, every preview and `up` warns that the pack then guards this stack's pods
+    alone."""
     mode: Literal["deny", "warn", "audit"] = Field(default="deny", examples=["deny", "warn", "audit"])
-    # The RuntimeClass every fractional pod must name (StackConfig.fraction_runtime_class).
+    """`deny` refuses a fractional pod that breaks a rule; `warn` admits it with the message as a warning; `audit` only
+    records it."""
     runtime_class: DnsSubdomain | None = Field(
         default=None,
-        description=f"default: kai.binderRuntimeClass, the one KAI's admission gives fraction pods ({RUNTIME_CLASS})",
         examples=[RUNTIME_CLASS],
     )
-    # Existing namespaces whose privileged GPU daemons this stack does not install (the namespaces it
-    # creates are labelled already), labelled as system namespaces so the policy skips them.
+    """The RuntimeClass every fractional pod must name; by default `kai.binderRuntimeClass`, the one KAI's admission
+    gives fractional pods."""
     exempt_namespaces: Annotated[list[DnsLabel], AfterValidator(_unique_namespaces)] = Field(
         default=[], examples=[["gpu-operator", "kai-scheduler", "gpu-fractioning"]]
     )
+    """Existing namespaces of GPU daemons this stack does not install, labelled as system namespaces so that their
+    non-fractional GPU pods may go without the runtime class (the namespaces it creates are labelled already)."""
     ready_timeout_seconds: ReadyTimeout = Field(default=120, examples=[120])
+    """How long `up` waits for the admission policy to hold after the install."""
 
 
 class StackConfig(Model):

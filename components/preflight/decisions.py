@@ -34,10 +34,15 @@ MINIMUM_CONTAINERD = (2, 0)
 @dataclass(frozen=True)
 class Finding:
     check: CheckId
+    """The prerequisites table's row."""
     target: str
+    """Where it was checked: the cluster, or a node."""
     outcome: Outcome
+    """How the row came out; a failing row named in `preflight.warnOnly` is a warning."""
     detail: str
+    """What was seen."""
     fix: str = ""
+    """What to do about it."""
 
 
 @dataclass(frozen=True)
