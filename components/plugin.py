@@ -73,7 +73,10 @@ def components() -> ComponentProvider:
 
 
 def schema() -> str:
+    from components.package.descriptions import describe
+
     document = json.loads(components().schema or "{}")
+    describe(document)
     for resource in document.get("resources", {}).values():
         for key in SECRET_INPUTS:
             if key in resource.get("inputProperties", {}):

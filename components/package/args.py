@@ -88,6 +88,11 @@ def section(model: type[BaseModel]) -> type:
     return made
 
 
+def made_from() -> dict[str, type[BaseModel]]:
+    """The config model each input type was made from, by the type's name."""
+    return {made.__name__: model for model, made in _MADE.items() if isinstance(model, type)}
+
+
 def as_config(value: Any, annotation: Any = StackConfig) -> Any:
     """Inputs (snake_case keys, enum members) as stack config holds them (camelCase keys, plain
     values), so the model's messages name keys as the schema spells them."""

@@ -19,6 +19,7 @@ from tests.integration.conftest import leftovers, webhooks_off_the_machine
 from tests.integration.consumers import PLUGIN, cli, python_program, typescript_program, yaml_program
 from tests.integration.stand_ins import StandInQueueAccounting, isolator_webhook
 from tests.integration.workspace import REPO, Workspace, kubectl_json
+from tests.package_schema import undescribed
 
 pytestmark = pytest.mark.integration
 TOKEN = "kai-gpu-fractions:index:"
@@ -28,6 +29,7 @@ def test_the_schema_the_plugin_serves_is_the_one_the_readme_documents(tmp_path: 
     schema = json.loads(cli("package", "get-schema", str(PLUGIN), cwd=tmp_path, state=tmp_path).stdout)
     version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
     assert version and schema["version"] == version.group(1), "the package's version is the project's"
+    assert undescribed(schema) == [], "an SDK shows each description as its documentation"
     readme = (REPO / "README.md").read_text()
     documented = re.findall(r"^\| `(\w+)` \| ", readme.split("### The package's components")[1].split("\n\n")[1], re.M)
     assert sorted(documented) == sorted(t.removeprefix(TOKEN) for t in schema["resources"])

@@ -17,13 +17,16 @@ from pulumi.runtime import rpc
 
 from components.cluster.facts import ADMIN_RESOURCES
 from components.config.load import PROFILE_KEYS, ConfigError, parse_config
-from components.config.model import AdmissionConfig, StackConfig
+from components.config.model import AdmissionConfig, SmokeTestConfig, StackConfig
 from components.package.component import build, raw_config
+from components.package.descriptions import attribute_docs
 from components.package.pieces import PIECES, GpuOperator
 from components.package.stacks import COMPONENTS, AdmissionPolicy, Lab, deploy
 from components.plugin import schema
 from components.preflight import run as preflight
+from components.preflight.decisions import Finding
 from components.vocabulary.fractioning import RUNTIME_SOCKETS
+from tests.package_schema import undescribed
 from tests.unit.harness import GET_REGISTRY_IMAGE, POD, PREPARED_CLUSTER, RELEASE, STEP_GATE, ProgramRunner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +36,11 @@ TOKEN = "kai-gpu-fractions:index:"
 @pytest.fixture(scope="module")
 def document() -> dict[str, Any]:
     return json.loads(schema())
+
+
+def undocumented(spec: dict[str, Any]) -> dict[str, Any]:
+    """A property's type, without its description."""
+    return {key: value for key, value in spec.items() if key != "description"}
 
 
 def enum_values(document: dict[str, Any], name: str) -> list[str]:
@@ -60,7 +68,7 @@ def test_each_component_takes_the_sections_its_profile_reads(
 def test_credentials_are_secret_inputs_that_may_be_unknown(document: dict[str, Any]) -> None:
     stack = document["resources"][TOKEN + "GpuStack"]["inputProperties"]
     for key in ("kubeconfig", "registryPassword"):
-        assert stack[key] == {"type": "string", "secret": True}, "not plain: another resource may make it"
+        assert undocumented(stack[key]) == {"type": "string", "secret": True}, "not plain: another resource may make it"
     assert stack["kai"]["plain"] is True, "config sections decide the graph, so their values are known"
     assert document["resources"][TOKEN + "GpuStack"]["requiredInputs"] == ["registry"]
 
@@ -87,6 +95,36 @@ def test_findings_and_proof_results_are_typed_outputs(document: dict[str, Any]) 
     assert lab["properties"]["proof"]["items"]["$ref"] == f"#/types/{TOKEN}ProofCheck"
     assert "proof" not in lab["required"], "the proof can be switched off"
     assert set(document["types"][TOKEN + "ProofCheck"]["properties"]) == {"check", "passed", "detail"}
+
+
+def test_every_component_type_input_output_and_property_is_described(document: dict[str, Any]) -> None:
+    """A key added to the config model without its docstring fails here, as does a new output."""
+    assert undescribed(document) == []
+
+
+def test_the_descriptions_are_the_config_models_own_docstrings(document: dict[str, Any]) -> None:
+    smoke = document["types"][TOKEN + "SmokeTestConfig"]
+    assert smoke["properties"]["gpuFraction"]["description"] == attribute_docs(SmokeTestConfig)["gpu_fraction"]
+    assert smoke["description"] == SmokeTestConfig.__doc__
+    lab = document["resources"][TOKEN + "Lab"]["inputProperties"]
+    assert lab["lab"]["description"] == document["types"][TOKEN + "LabConfig"]["description"], "the section's own"
+    finding = document["types"][TOKEN + "PreflightFinding"]["properties"]
+    assert finding["fix"]["description"] == attribute_docs(Finding)["fix"]
+
+
+def test_attribute_docstrings_are_the_strings_right_after_annotated_attributes() -> None:
+    class Sample:
+        """The class's own, not an attribute's."""
+
+        first: int
+        """The first,
+        on two lines."""
+        second: str = "x"
+        third = 3
+        """After an attribute without an annotation."""
+        fourth: bool
+
+    assert attribute_docs(Sample) == {"first": "The first, on two lines."}
 
 
 def test_inputs_become_stack_config_with_enums_as_their_values(document: dict[str, Any]) -> None:
@@ -215,7 +253,7 @@ def test_each_piece_takes_the_sections_its_step_reads(document: dict[str, Any], 
     reads_registry = "registry" in PIECE_SECTIONS[piece]
     assert ("registry" in resource.get("requiredInputs", [])) == reads_registry, "its images live there"
     if reads_registry:
-        assert resource["inputProperties"]["registryPassword"] == {"type": "string", "secret": True}
+        assert undocumented(resource["inputProperties"]["registryPassword"]) == {"type": "string", "secret": True}
 
 
 PIECE_PROGRAM = """
