@@ -76,13 +76,17 @@ def type_descriptions() -> dict[str, dict[str, str]]:
 
 def describe(document: dict[str, Any]) -> None:
     """Describes each property of the schema's components and types that the analyzer left bare: by
-    the texts above, else by the description of the type it refers to (a component's config section)."""
+    the texts above, else by the description of the type it refers to (a component's config section).
+    An enum type made from a field's choices takes that field's description."""
     by_type, resources, types = type_descriptions(), document.get("resources", {}), document.get("types", {})
     for token, entry in [*resources.items(), *types.items()]:
         own = {**ACCESS, **OUTPUTS} if token in resources else by_type.get(token.rsplit(":", 1)[-1], {})
         for key in ("inputProperties", "properties"):
             for name, prop in entry.get(key, {}).items():
-                referred = types.get(str(prop.get("$ref", "")).removeprefix("#/types/"), {})
+                ref = prop.get("$ref") or prop.get("items", {}).get("$ref") or ""
+                referred = types.get(str(ref).removeprefix("#/types/"), {})
                 text = own.get(name) or referred.get("description")
                 if text and not prop.get("description"):
                     prop["description"] = text
+                if "enum" in referred and not referred.get("description"):
+                    referred["description"] = prop.get("description")

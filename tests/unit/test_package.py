@@ -110,6 +110,8 @@ def test_the_descriptions_are_the_config_models_own_docstrings(document: dict[st
     assert lab["lab"]["description"] == document["types"][TOKEN + "LabConfig"]["description"], "the section's own"
     finding = document["types"][TOKEN + "PreflightFinding"]["properties"]
     assert finding["fix"]["description"] == attribute_docs(Finding)["fix"]
+    mode = document["types"][TOKEN + "AdmissionMode"]
+    assert mode["description"] == attribute_docs(AdmissionConfig)["mode"], "an enum, its field's"
 
 
 def test_attribute_docstrings_are_the_strings_right_after_annotated_attributes() -> None:
