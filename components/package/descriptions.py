@@ -44,7 +44,7 @@ OUTPUTS = {
     "GPUs stop.",
     "admission": "The admission policy's readiness report, or the warning that it is off.",
     "release": "The status of the step's Helm release.",
-    "ready": "The report of the step's gate: the build guide's verification of the step, held.",
+    "ready": "The report of the step's gate: each of the build guide's checks of the step, and what it saw.",
 }
 
 
