@@ -4,7 +4,7 @@ deviceQuery, each from evidence gathered in the cluster (exec, logs, node labels
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from components.cluster.protocol import Cluster
 from components.cluster.results import (
@@ -33,34 +33,26 @@ from components.vocabulary.fractioning import MPSD_SELECTOR
 from components.vocabulary.kai import SCHEDULER_NAME
 from components.vocabulary.nvidia import GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL, RUNTIME_CLASS
 
+if TYPE_CHECKING:
+    from components.config.model import SmokeTestConfig
+
 # The pods the smoke test creates (gpu_cluster/smoke_pods.py) and this proof proves.
 SMOKE_POD_NAMES = ("fraction-smoke-a", "fraction-smoke-b")
 CONTAINER = "main"
 
 
-class SmokePod(Protocol):
-    """What a smoke pod is made of: the stack's `smokeTest` section (SmokeTestConfig), or a proof's
-    own pod. The plugin runs the proofs without importing the config model."""
-
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def queue(self) -> str: ...
-    @property
-    def image(self) -> str: ...
-    @property
-    def gpu_fraction(self) -> float: ...
-
-
 @dataclass(frozen=True)
 class ProofPod:
+    """A pod of the proof's own, made as the smoke pods are (the plugin runs the proofs without
+    importing the config model)."""
+
     namespace: str
     queue: str
     image: str
     gpu_fraction: float
 
 
-def smoke_pod_manifest(name: str, config: SmokePod) -> dict[str, Any]:
+def smoke_pod_manifest(name: str, config: SmokeTestConfig | ProofPod) -> dict[str, Any]:
     """A fractional pod as the build guide's smoke test defines it.
 
     It runs as a non-root user: MPS lets root clients raise their own cap or delete a
