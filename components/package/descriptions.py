@@ -4,13 +4,12 @@ written in source; the input types are made from the config model (args.py), so 
 model's own attribute docstrings, the stack config's documentation, read here when the schema is made.
 """
 
-import ast
-import inspect
-import textwrap
 from typing import Any
 
+from pulumi.provider.experimental.analyzer import Analyzer
 from pydantic.alias_generators import to_camel
 
+from components.cluster.engine import PACKAGE
 from components.cluster.results import CheckResult
 from components.package.args import made_from
 from components.package.component import PreflightFinding, ProofCheck
@@ -49,21 +48,12 @@ OUTPUTS = {
 
 
 def attribute_docs(cls: type) -> dict[str, str]:
-    """A class's attribute docstrings by attribute name: the string right after each annotated
-    attribute, as PEP 257, pydantic and Pulumi's analyzer read them, its whitespace made single."""
-    (body,) = ast.parse(textwrap.dedent(inspect.getsource(cls))).body
-    assert isinstance(body, ast.ClassDef)
-    found = {}
-    for statement, after in zip(body.body, body.body[1:], strict=False):
-        if (
-            isinstance(statement, ast.AnnAssign)
-            and isinstance(statement.target, ast.Name)
-            and isinstance(after, ast.Expr)
-            and isinstance(after.value, ast.Constant)
-            and isinstance(after.value.value, str)
-        ):
-            found[statement.target.id] = " ".join(after.value.value.split())
-    return found
+    """A class's attribute docstrings by attribute name (the string right after each annotated
+    attribute), read as Pulumi's analyzer reads those of the classes written in source; its
+    whitespace made single."""
+    reader = Analyzer(PACKAGE)
+    found = {name: reader.get_docstring(cls, name) for name in cls.__annotations__}
+    return {name: " ".join(text.split()) for name, text in found.items() if text}
 
 
 def type_descriptions() -> dict[str, dict[str, str]]:

@@ -38,7 +38,7 @@ def document() -> dict[str, Any]:
     return json.loads(schema())
 
 
-def undocumented(spec: dict[str, Any]) -> dict[str, Any]:
+def typed(spec: dict[str, Any]) -> dict[str, Any]:
     """A property's type, without its description."""
     return {key: value for key, value in spec.items() if key != "description"}
 
@@ -68,7 +68,7 @@ def test_each_component_takes_the_sections_its_profile_reads(
 def test_credentials_are_secret_inputs_that_may_be_unknown(document: dict[str, Any]) -> None:
     stack = document["resources"][TOKEN + "GpuStack"]["inputProperties"]
     for key in ("kubeconfig", "registryPassword"):
-        assert undocumented(stack[key]) == {"type": "string", "secret": True}, "not plain: another resource may make it"
+        assert typed(stack[key]) == {"type": "string", "secret": True}, "not plain: another resource may make it"
     assert stack["kai"]["plain"] is True, "config sections decide the graph, so their values are known"
     assert document["resources"][TOKEN + "GpuStack"]["requiredInputs"] == ["registry"]
 
@@ -114,18 +114,20 @@ def test_the_descriptions_are_the_config_models_own_docstrings(document: dict[st
     assert mode["description"] == attribute_docs(AdmissionConfig)["mode"], "an enum, its field's"
 
 
+class Sample:
+    """The class's own, not an attribute's."""
+
+    first: int
+    """The first,
+    on two lines."""
+    second: str = "x"
+    third = 3
+    """After an attribute without an annotation."""
+    fourth: bool
+
+
 def test_attribute_docstrings_are_the_strings_right_after_annotated_attributes() -> None:
-    class Sample:
-        """The class's own, not an attribute's."""
-
-        first: int
-        """The first,
-        on two lines."""
-        second: str = "x"
-        third = 3
-        """After an attribute without an annotation."""
-        fourth: bool
-
+    """Pulumi's analyzer reads only classes at a module's top level, as the config model's are."""
     assert attribute_docs(Sample) == {"first": "The first, on two lines."}
 
 
@@ -255,7 +257,7 @@ def test_each_piece_takes_the_sections_its_step_reads(document: dict[str, Any], 
     reads_registry = "registry" in PIECE_SECTIONS[piece]
     assert ("registry" in resource.get("requiredInputs", [])) == reads_registry, "its images live there"
     if reads_registry:
-        assert undocumented(resource["inputProperties"]["registryPassword"]) == {"type": "string", "secret": True}
+        assert typed(resource["inputProperties"]["registryPassword"]) == {"type": "string", "secret": True}
 
 
 PIECE_PROGRAM = """
