@@ -455,7 +455,8 @@ class LabConfig(Model):
     """The laptop lab: kind + nvml-mock + KAI v0.17.0 with HAMi-core + kai-resource-isolator."""
 
     kind: KindClusterConfig | None = KindClusterConfig()
-    """The kind cluster the lab creates; null to use the cluster that `kubeconfig` names, as it is."""
+    """The kind cluster the lab creates; null to use the cluster the stack is given (`cluster`, or a component's
+    `kubeconfig`), as it is."""
     gpu_profile: Literal["a100"] = Field(default="a100", examples=["a100"])
     """The fake GPUs nvml-mock serves on each node."""
     gpu_nodes: Annotated[list[DnsSubdomain] | None, AfterValidator(_unique)] = Field(
