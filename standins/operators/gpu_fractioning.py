@@ -85,6 +85,9 @@ class GpuFractioningOperator:
         self.workdir = workdir
         self.first_seen = FirstSeen()
         self.stopping = FirstSeen()
+        # The mpsd pods (by UID) whose log is served: a pod's Logs object is made once, as a
+        # kubelet starts writing a container's log once, not looked up again at every round.
+        self.serving: set[str] = set()
 
     def step(self, cluster: Cluster, knobs: Knobs, now: float) -> None:
         operators = [
@@ -138,6 +141,8 @@ class GpuFractioningOperator:
             set_node_condition(cluster, node, node_condition(node, on_node))
 
     def _serve_log(self, cluster: Cluster, pod: Json, node: Json, log_format: str) -> None:
+        if pod["metadata"]["uid"] in self.serving:
+            return
         log = self.workdir / f"{name_of(pod)}.log"
         if not log.exists():
             log.write_text(mpsd_log(node, log_format))
@@ -148,6 +153,7 @@ class GpuFractioningOperator:
             "spec": {"logs": [{"containers": ["mpsd"], "logsFile": str(log)}]},
         }
         ensure(cluster, path("kwok.x-k8s.io/v1alpha1", "logs", pod["metadata"]["namespace"]), body)
+        self.serving.add(pod["metadata"]["uid"])
 
     @staticmethod
     def _conditions(cluster: Cluster, config: Json, conditions: list[Condition]) -> None:
