@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,6 +17,7 @@ from standins.operators.watching import ALARM, WATCH_SECONDS, Alarm
 Json = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 
 
 def path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None) -> str:
@@ -79,7 +80,8 @@ class Cluster:
     def create(self, url: str, body: Json) -> None:
         self._written(url, self._call("POST", url, body))
 
-    def patch(self, url: str, patch: Json, content_type: str = MERGE_PATCH) -> None:
+    def patch(self, url: str, patch: Json | Sequence[Json], content_type: str = MERGE_PATCH) -> None:
+        """A merge patch by default; a JSON patch (JSON_PATCH) is a list of operations."""
         self._written(url, self._call("PATCH", url, patch, content_type))
 
     def delete(self, url: str) -> None:

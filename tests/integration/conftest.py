@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import repeat
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from components.cluster.waiting import Clock, Deadline, poll
-from standins.operators.cluster import name_of
+from components.vocabulary import fractioning, kai, nvidia
+from standins.operators.cluster import JSON_PATCH, MERGE_PATCH, name_of, path
 from standins.operators.cluster import webhooks_off_the_machine as off_the_machine
 from standins.operators.gpu_fractioning import RECORD
 from standins.operators.kai_webhooks import recorded_configurations
 from standins.operators.knobs import CONFIGMAP, NAMESPACE
 from standins.operators.node_daemons import gfd_labels
 from tests.integration import processes
-from tests.integration.workspace import Workspace, kubectl, kubectl_json, require_env
+from tests.integration.workspace import Workspace, api, kubectl, require_env
 
 NODE = "gpu-node-0"
+NODE_PATH = path("v1", "nodes", name=NODE)
 GPU = "nvidia.com/gpu"
 
 
@@ -58,7 +60,8 @@ def fresh_gpu_node() -> Iterator[None]:
     what earlier modules' stand-in operators wrote to it (as real ones would, and leave) is gone.
     After it, no webhook left registered may send the API server off this machine."""
     reset_gpu_node()
-    kubectl("-n", NAMESPACE, "delete", "configmap", CONFIGMAP, RECORD, "--ignore-not-found")
+    for configmap in (CONFIGMAP, RECORD):
+        api().delete(path("v1", "configmaps", NAMESPACE, configmap))
     yield
     assert webhooks_off_the_machine() == []
 
@@ -69,23 +72,28 @@ def webhooks_off_the_machine() -> list[str]:
     return [
         found
         for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
-        for configuration in kubectl_json("get", kind)["items"]
+        for configuration in api().list(path("admissionregistration.k8s.io/v1", kind))
         for found in off_the_machine(configuration)
     ]
 
 
+def gpu_node() -> dict[str, Any]:
+    node = api().get(NODE_PATH)
+    assert node is not None, f"the control plane has no node {NODE}: see standins/nodes/"
+    return node
+
+
 def reset_gpu_node() -> None:
-    node = kubectl_json("get", "node", NODE)
+    node = gpu_node()
     added = [
         key
         for key in node["metadata"].get("labels", {})
         if key.startswith(("nvidia.com/", "gpu-fractioning.kai.scheduler/"))
     ]
     marks = [key for key in node["metadata"].get("annotations", {}) if key.startswith("stand-in.kai-gpu-fractions/")]
-    if added:
-        kubectl("label", "node", NODE, *(f"{key}-" for key in added))
-    if marks:
-        kubectl("annotate", "node", NODE, *(f"{key}-" for key in marks))
+    if added or marks:
+        removed = {"labels": dict.fromkeys(added), "annotations": dict.fromkeys(marks)}
+        api().patch(NODE_PATH, {"metadata": removed})
     status = node.get("status") or {}
     removals = [
         {"op": "remove", "path": f"/status/{field}/nvidia.com~1gpu"}
@@ -98,18 +106,17 @@ def reset_gpu_node() -> None:
         if condition["type"].startswith("gpu-fractioning.")
     ]
     if removals:
-        kubectl("patch", "node", NODE, "--subresource=status", "--type=json", "-p", json.dumps(removals))
+        api().patch(f"{NODE_PATH}/status", removals, JSON_PATCH)
 
 
 def label_as_the_gpu_operator_would() -> None:
     """The GPU node as a GPU Operator that someone else installed leaves it: GFD's labels and the
     device plugin's GPUs, for a cluster where this stack does not install the operator."""
-    node = kubectl_json("get", "node", NODE)
+    node = gpu_node()
     labels = {"nvidia.com/gpu.present": "true", **gfd_labels(node, "615.71.09", "single")}
-    kubectl("label", "--overwrite", "node", NODE, *(f"{k}={v}" for k, v in labels.items()))
+    api().patch(NODE_PATH, {"metadata": {"labels": labels}})
     gpus = {GPU: "8"}
-    patch = {"status": {"capacity": gpus, "allocatable": gpus}}
-    kubectl("patch", "node", NODE, "--subresource=status", "--type=merge", "-p", json.dumps(patch))
+    api().patch(f"{NODE_PATH}/status", {"status": {"capacity": gpus, "allocatable": gpus}}, MERGE_PATCH)
 
 
 @contextmanager
@@ -122,15 +129,13 @@ def stand_in_operators(**delays: str | float) -> Iterator[None]:
     try:
         yield
     finally:
-        kubectl("-n", NAMESPACE, "delete", "configmap", CONFIGMAP, "--ignore-not-found")
+        api().delete(path("v1", "configmaps", NAMESPACE, CONFIGMAP))
 
 
 def mpsd_stops() -> list[str]:
     """One line per mpsd pod that stopped: whether gpu-fractioning's operator still ran then."""
-    found = kubectl("-n", NAMESPACE, "get", "configmap", RECORD, "-o", "json", check=False)
-    if found.returncode != 0:
-        return []
-    return [line for line in json.loads(found.stdout).get("data", {}).get("mpsd-stopped", "").splitlines() if line]
+    record = api().get(path("v1", "configmaps", NAMESPACE, RECORD)) or {}
+    return [line for line in (record.get("data") or {}).get("mpsd-stopped", "").splitlines() if line]
 
 
 def leftovers(wait_seconds: float = 60, clock: Clock | None = None) -> dict[str, list[str]]:
@@ -139,31 +144,36 @@ def leftovers(wait_seconds: float = 60, clock: Clock | None = None) -> dict[str,
     return poll(_leftovers, lambda found: not found, Deadline.after(wait_seconds, clock), repeat(2.0))
 
 
+# The cluster-wide kinds whose objects a stack makes or adopts, as (apiVersion, plural); a kind the
+# API server does not serve (its CRD gone) lists empty.
+LEFTOVER_KINDS = (
+    (f"{fractioning.CONFIG_GROUP}/{fractioning.CONFIG_VERSION}", fractioning.CONFIG_PLURAL),
+    (f"{kai.QUEUE_GROUP}/{kai.QUEUE_VERSION}", kai.QUEUE_PLURAL),
+    (f"{kai.SHARD_GROUP}/{kai.SHARD_VERSION}", kai.SHARD_PLURAL),
+    (f"{kai.CONFIG_GROUP}/{kai.CONFIG_VERSION}", kai.CONFIG_PLURAL),
+    (f"{nvidia.CLUSTER_POLICY_GROUP}/{nvidia.CLUSTER_POLICY_VERSION}", nvidia.CLUSTER_POLICY_PLURAL),
+    ("admissionregistration.k8s.io/v1", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings"),
+    ("node.k8s.io/v1", "runtimeclasses"),
+)
+
+
 def _leftovers() -> dict[str, list[str]]:
+    cluster = api()
     found: dict[str, list[str]] = {}
-    namespaces = {n["metadata"]["name"] for n in kubectl_json("get", "namespaces")["items"]}
+    namespaces = {name_of(n) for n in cluster.list(path("v1", "namespaces"))}
     found["namespaces"] = sorted(
         namespaces
         & {"gpu-operator", "kai-scheduler", "gpu-fractioning", "kai-resource-reservation", "kai-resource-isolator"}
     )
-    for kind in (
-        "gpufractioningconfigs",
-        "queues.scheduling.run.ai",
-        "schedulingshards.kai.scheduler",
-        "configs.kai.scheduler",
-        "clusterpolicies.nvidia.com",
-        "validatingadmissionpolicies",
-        "validatingadmissionpolicybindings",
-    ):
-        result = kubectl("get", kind, "-o", "name", check=False)
-        found[kind] = sorted(result.stdout.split()) if result.returncode == 0 else []
-    found["pods"] = sorted(kubectl("get", "pods", "-n", "default", "-o", "name").stdout.split())
+    for api_version, plural in LEFTOVER_KINDS:
+        found[f"{plural}.{api_version}"] = sorted(map(name_of, cluster.list(path(api_version, plural))))
+    found["pods"] = sorted(map(name_of, cluster.list(path("v1", "pods", "default"))))
     # KAI's operator registers them, owned by kai-config; any left would refuse every Queue and
     # kai-scheduler pod of the next install (failurePolicy Fail).
     kai_webhooks = {name_of(c) for c in recorded_configurations()}
     for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
-        names = {name_of(c) for c in kubectl_json("get", kind)["items"]} & kai_webhooks
+        names = {name_of(c) for c in cluster.list(path("admissionregistration.k8s.io/v1", kind))} & kai_webhooks
         if names:
             found[kind] = sorted(names)
-    found["runtimeclasses"] = sorted(kubectl("get", "runtimeclasses", "-o", "name").stdout.split())
     return {kind: names for kind, names in found.items() if names}

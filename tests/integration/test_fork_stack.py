@@ -19,6 +19,7 @@ import yaml
 from components.cluster.objects import is_fractional
 from components.vocabulary.fractions import POLICY_NAME
 from components.vocabulary.nvidia import DRIVER_FULL_LABEL as DRIVER_LABEL
+from standins.operators.cluster import path
 from tests.integration.conftest import (
     NODE,
     RECORD,
@@ -39,6 +40,7 @@ from tests.integration.stand_ins import device_query_on_nodes_prints
 from tests.integration.workspace import (
     REPO,
     Workspace,
+    api,
     kubectl,
     kubectl_json,
     wait_until,
@@ -220,7 +222,7 @@ def test_the_gpu_operator_gate_names_a_node_stuck_in_a_driver_upgrade_and_its_po
 
 
 def mpsd_pods() -> list[dict[str, Any]]:
-    return list(kubectl_json("-n", "gpu-fractioning", "get", "pods", "-l", "app.kubernetes.io/component=mpsd")["items"])
+    return api().list(path("v1", "pods", "gpu-fractioning"), "app.kubernetes.io/component=mpsd")
 
 
 def mpsd_nodes() -> list[str]:
@@ -243,13 +245,14 @@ def set_driver(a100: Workspace, version: str) -> None:
 
 def node_state(name: str) -> tuple[str, bool, list[str]]:
     """The driver GFD reports on the node, whether it is cordoned, and its taints' keys."""
-    node = kubectl_json("get", "node", name)
+    node = api().get(path("v1", "nodes", name=name))
+    assert node is not None, f"node {name} is gone"
     taints = [t["key"] for t in node["spec"].get("taints") or []]
     return node["metadata"]["labels"].get(DRIVER_LABEL, ""), bool(node["spec"].get("unschedulable")), taints
 
 
 def driver_pods() -> dict[str, dict[str, Any]]:
-    pods = kubectl_json("-n", "gpu-operator", "get", "pods", "-l", "app=nvidia-driver-daemonset")["items"]
+    pods = api().list(path("v1", "pods", "gpu-operator"), "app=nvidia-driver-daemonset")
     return {p["spec"]["nodeName"]: p for p in pods if not p["metadata"].get("deletionTimestamp")}
 
 

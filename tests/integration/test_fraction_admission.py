@@ -24,10 +24,11 @@ from components.config.model import GPU_PROFILES, SmokeTestConfig
 from components.lab.lab_pods import shared_pod_manifest, whole_gpu_pod_manifest
 from components.proofs.smoke import SMOKE_POD_NAMES, smoke_pod_manifest
 from components.vocabulary.fractions import POLICY_NAME, SYSTEM_NAMESPACE_LABEL
+from standins.operators.cluster import path
 from tests.attack_corpus import corpus, measured
 from tests.guide_rules import GuideCase, cases
 from tests.integration.admission import api_server, dry_run_create
-from tests.integration.workspace import Workspace, kubectl, kubectl_json, wait_until
+from tests.integration.workspace import Workspace, api, kubectl, kubectl_json, wait_until
 
 pytestmark = pytest.mark.integration
 STACK = "admission"
@@ -85,10 +86,9 @@ def namespace_for(case: GuideCase) -> str:
     if case.namespace is None:
         return CASES_NAMESPACE
     name, labels = case.namespace.name, dict(case.namespace.labels)
-    exists = kubectl("get", "namespace", name, check=False).returncode == 0
-    if not exists:
+    if api().get(path("v1", "namespaces", name=name)) is None:
         manifest = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
-        kubectl("create", "-f", "-", input_text=json.dumps(manifest))
+        api().create(path("v1", "namespaces"), manifest)
         CREATED_NAMESPACES.append(name)
     return name
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 
 from components.cluster.waiting import Clock, Deadline, poll
+from standins.operators.cluster import Cluster
 from tests.integration import processes
 from tests.integration.previous_release import as_previous_release
 
@@ -208,6 +210,18 @@ def kubectl(*args: str, check: bool = True, input_text: str | None = None) -> su
     if check and completed.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed: {completed.stderr}")
     return completed
+
+
+def api() -> Cluster:
+    """The worker's cluster as plain API paths over one pool of kept connections, for the reads and
+    writes the fixtures repeat around every module and destroy: a `kubectl` call costs about 50 ms
+    of CPU before it sends its request, and the tier made some 600 of them."""
+    return _api(require_env("KUBECONFIG"))
+
+
+@functools.cache
+def _api(kubeconfig: str) -> Cluster:
+    return Cluster(kubeconfig)
 
 
 def helm(*args: str) -> subprocess.CompletedProcess[str]:
