@@ -5,8 +5,12 @@ another resource. The engine finds the plugin from `plugins` (Workspace.consumer
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 from tests.integration.workspace import REPO, Workspace, engine_environment, require_env
@@ -54,12 +58,50 @@ def yaml_program(base: Path) -> Workspace:
 def typescript_program(base: Path) -> Workspace:
     """examples/typescript: its packages from npm (`npm ci`, the lock committed beside it), then the
     SDK generated from the plugin's schema and installed as `pulumi package add` links it (npm
-    install of the generated directory, whose postinstall compiles it); the kubeconfig's contents
-    from stack config, as a secret."""
+    install of the generated directory, whose postinstall compiles it), kept between runs
+    (npm_installed); the kubeconfig's contents from stack config, as a secret."""
     workspace = Workspace.consumer(base, REPO / "examples" / "typescript", {"name": "nodejs"})
-    npm = ["npm", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
-    subprocess.run([*npm, "ci"], cwd=workspace.root, check=True, capture_output=True, timeout=600)
     sdks = workspace.root / "sdks"
     cli("package", "gen-sdk", str(PLUGIN), "--language", "nodejs", "--local", "--out", str(sdks), cwd=base, state=base)
-    subprocess.run([*npm, "install", "./sdks/nodejs"], cwd=workspace.root, check=True, capture_output=True, timeout=600)
+    npm_installed(workspace.root)
     return given_the_cluster(workspace)
+
+
+def npm_installed(root: Path) -> None:
+    """`npm ci`, then `npm install ./sdks/nodejs`, in the program's directory `root`: done once for
+    each set of inputs (the program's package files, the SDK just generated, node's and npm's
+    versions) and kept in the cache, since the two take 15 CPU-s and give the same tree for the
+    same inputs; the program then has links to that tree. A new set of inputs is installed
+    afresh, and entries not used for an hour are removed."""
+    package_files = ("package.json", "package-lock.json")
+    inputs = hashlib.sha256()
+    for tool in ("node", "npm"):
+        inputs.update(subprocess.run([tool, "--version"], check=True, capture_output=True).stdout)
+    for file in sorted(p for p in (root / "sdks").rglob("*") if p.is_file()):
+        inputs.update(f"{file.relative_to(root)}\0".encode() + file.read_bytes())
+    for name in package_files:
+        inputs.update((root / name).read_bytes())
+    cache = Path(require_env("KGF_CACHE")) / "typescript-consumer"
+    installed = cache / inputs.hexdigest()[:16]
+    if not installed.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        making = Path(tempfile.mkdtemp(dir=cache, prefix=".installing-"))
+        for name in package_files:
+            shutil.copy(root / name, making / name)
+        shutil.copytree(root / "sdks", making / "sdks", symlinks=True)
+        npm = ["npm", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
+        subprocess.run([*npm, "ci"], cwd=making, check=True, capture_output=True, timeout=600)
+        subprocess.run([*npm, "install", "./sdks/nodejs"], cwd=making, check=True, capture_output=True, timeout=600)
+        try:
+            making.rename(installed)
+        except OSError:  # another run installed the same inputs first
+            shutil.rmtree(making)
+        for stale in cache.iterdir():
+            if stale != installed and time.time() - stale.stat().st_mtime > 3600:
+                shutil.rmtree(stale, ignore_errors=True)
+    os.utime(installed)
+    shutil.rmtree(root / "sdks")
+    for name in ("node_modules", "sdks"):
+        (root / name).symlink_to(installed / name)
+    for name in package_files:  # as `npm install ./sdks/nodejs` left them: the SDK added
+        shutil.copy(installed / name, root / name)
