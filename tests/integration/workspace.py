@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -38,13 +39,21 @@ def engine_environment(state_dir: Path) -> dict[str, str]:
     engine's virtualenv first on PATH so the policy pack finds pulumi_policy. Its temporary files
     go beside the state, so they go with the test: the kubernetes provider writes the kubeconfig it
     is given to a new temporary file at every start and never removes it (pulumi-kubernetes
-    provider/pkg/provider/provider.go:774, util.go:125 at v4.25.0)."""
+    provider/pkg/provider/provider.go:774, util.go:125 at v4.25.0). So does its PULUMI_HOME, with a
+    link to the toolchain's plugins: the CLI writes a debug log of every command under
+    PULUMI_HOME/logs (pkg/logging/encrypted.go, StartLogging, at v3.260.0; kept 7 days, up to
+    500 MB) and each stack it selects under workspaces/."""
     venv_bin = Path(require_env("KGF_ENGINE_VENV")) / "bin"
     temporary = state_dir.parent / "engine-tmp"
     temporary.mkdir(exist_ok=True)
+    home = state_dir.parent / "pulumi-home"
+    home.mkdir(exist_ok=True)
+    with contextlib.suppress(FileExistsError):  # made by another thread of the same test
+        (home / "plugins").symlink_to(Path(require_env("PULUMI_HOME")) / "plugins")
     return {
         "TMPDIR": str(temporary),
         **os.environ,
+        "PULUMI_HOME": str(home),
         "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
         "PULUMI_PYTHON_CMD": str(venv_bin / "python"),
         "PULUMI_BACKEND_URL": f"file://{state_dir}",
