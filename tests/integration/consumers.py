@@ -5,6 +5,7 @@ another resource. The engine finds the plugin from `plugins` (Workspace.consumer
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -90,12 +91,13 @@ def npm_installed(root: Path) -> None:
             shutil.copy(root / name, making / name)
         shutil.copytree(root / "sdks", making / "sdks", symlinks=True)
         npm = ["npm", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
-        subprocess.run([*npm, "ci"], cwd=making, check=True, capture_output=True, timeout=600)
-        subprocess.run([*npm, "install", "./sdks/nodejs"], cwd=making, check=True, capture_output=True, timeout=600)
         try:
-            making.rename(installed)
-        except OSError:  # another run installed the same inputs first
-            shutil.rmtree(making)
+            subprocess.run([*npm, "ci"], cwd=making, check=True, capture_output=True, timeout=600)
+            subprocess.run([*npm, "install", "./sdks/nodejs"], cwd=making, check=True, capture_output=True, timeout=600)
+            with contextlib.suppress(OSError):  # another run installed the same inputs first
+                making.rename(installed)
+        finally:
+            shutil.rmtree(making, ignore_errors=True)  # a failed install's half, or the other run's twin
         for stale in cache.iterdir():
             if stale != installed and time.time() - stale.stat().st_mtime > 3600:
                 shutil.rmtree(stale, ignore_errors=True)
