@@ -3,8 +3,9 @@
 # the Python environments. Nothing here runs on its own.
 
 KGF_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# Built binaries and the full logs of every build; shared by all checkouts on the machine.
-KGF_CACHE=${KGF_CACHE:-$HOME/.cache/kai-gpu-fractions}
+# Built binaries and the full logs of every build; shared by all checkouts on the machine. Exported:
+# the TypeScript consumer of the tests and benchmarks keeps its npm installs there (tests/integration/consumers.py).
+export KGF_CACHE=${KGF_CACHE:-$HOME/.cache/kai-gpu-fractions}
 # This checkout's own state: control planes, the local stack's backend, links to its virtualenvs.
 KGF_STATE_DIR=${KGF_STATE_DIR:-$KGF_REPO/.state}
 KGF_PYTHON=$(command -v python3.11 || command -v python3)

@@ -96,8 +96,6 @@ export KGF_TEST_ENV_FILES="${env_files[*]}"
 
 say "Tests: unit, policy and integration"
 export KGF_ENGINE_VENV=$KGF_STATE_DIR/engine-venv
-# The TypeScript consumer keeps its npm installs there, by their inputs (tests/integration/consumers.py).
-export KGF_CACHE
 # Modules go longest first by the last run's times, kept in the cache (tests/module_order.py).
 parallel=()
 ((workers == 1)) || parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
